@@ -1,0 +1,72 @@
+/*!
+ * \file ir/expr.h
+ * \brief Scalar (PrimExpr) helpers: constants, dtypes, and arithmetic through TVM's operator
+ *        overloads, so `Add(x, IntConst(x, 0))` folds to `x` exactly as `x + 0` does in Python.
+ *
+ * \code
+ *   ObjectRef extent = Sub(hi, lo);               // folds constants, promotes dtypes
+ *   if (std::optional<int64_t> c = AsConstInt(extent)) ...
+ *   ObjectRef one = IntConst(extent, 1);          // int constant of extent's dtype
+ * \endcode
+ */
+#ifndef TVM_MEMPLAN_IR_EXPR_H_
+#define TVM_MEMPLAN_IR_EXPR_H_
+
+#include <optional>
+#include <string>
+
+#include "ir/reflection.h"
+
+namespace tvm_memplan {
+namespace ir {
+
+/*! \brief The dtype of a scalar expression (its PrimType). */
+DLDataType DTypeOf(const ObjectRef& expr);
+/*! \brief Whether `expr` is a scalar expression (an ir.Expr whose type is a PrimType). */
+bool IsPrimExpr(const ObjectRef& expr);
+/*! \brief The value of an integer constant (ir.IntImm), or nullopt. */
+std::optional<int64_t> AsConstInt(const ObjectRef& expr);
+/*! \brief An integer constant of the given dtype. */
+ObjectRef IntConst(DLDataType dtype, int64_t value);
+/*! \brief An integer constant with the dtype of `like`. */
+ObjectRef IntConst(const ObjectRef& like, int64_t value);
+/*! \brief A boolean constant. */
+ObjectRef BoolConst(bool value);
+
+ObjectRef Add(const ObjectRef& a, const ObjectRef& b);
+ObjectRef Sub(const ObjectRef& a, const ObjectRef& b);
+ObjectRef Mul(const ObjectRef& a, const ObjectRef& b);
+ObjectRef FloorDiv(const ObjectRef& a, const ObjectRef& b);
+ObjectRef FloorMod(const ObjectRef& a, const ObjectRef& b);
+ObjectRef Min(const ObjectRef& a, const ObjectRef& b);
+ObjectRef Max(const ObjectRef& a, const ObjectRef& b);
+ObjectRef EQ(const ObjectRef& a, const ObjectRef& b);
+ObjectRef NE(const ObjectRef& a, const ObjectRef& b);
+ObjectRef LT(const ObjectRef& a, const ObjectRef& b);
+ObjectRef LE(const ObjectRef& a, const ObjectRef& b);
+ObjectRef GT(const ObjectRef& a, const ObjectRef& b);
+ObjectRef GE(const ObjectRef& a, const ObjectRef& b);
+ObjectRef And(const ObjectRef& a, const ObjectRef& b);
+ObjectRef Or(const ObjectRef& a, const ObjectRef& b);
+ObjectRef Not(const ObjectRef& a);
+
+/*!
+ * \brief `cond` as a boolean: a non-bool condition such as `if i:` becomes `i != 0`.
+ */
+ObjectRef AsCondition(const ObjectRef& cond);
+
+/*! \brief An ir.Range from `min` and `extent`. */
+ObjectRef MakeRange(const ObjectRef& min, const ObjectRef& extent);
+
+/*! \brief TVM's printed form of any value, for messages and debugging. */
+std::string ToString(const AnyView& value);
+
+/*! \brief "float32", "int8x4", ... */
+std::string DTypeToString(DLDataType dtype);
+/*! \brief Bytes one element of `dtype` occupies (bools take one byte, as TVM stores them). */
+int64_t DTypeBytes(DLDataType dtype);
+
+}  // namespace ir
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_IR_EXPR_H_

@@ -1,0 +1,40 @@
+/*!
+ * \file ir/pass.h
+ * \brief Turning a C++ function into a `tvm.transform.Pass`, and reading PassContext options.
+ *
+ * \code
+ *   ObjectRef pass = MakePrimFuncPass("tvm_memplan.CompactBufferAllocation", 0,
+ *       [](PrimFunc func, IRModule mod, ObjectRef ctx) { return Compact(func); });
+ *   // Python sees an ordinary tirx.PrimFuncPass: pass(mod), tvm.transform.Sequential([...]).
+ * \endcode
+ */
+#ifndef TVM_MEMPLAN_IR_PASS_H_
+#define TVM_MEMPLAN_IR_PASS_H_
+
+#include <functional>
+#include <optional>
+
+#include "ir/tir.h"
+
+namespace tvm_memplan {
+namespace ir {
+
+/*! \brief (func, module, pass context) -> rewritten func. */
+using PrimFuncTransform = std::function<PrimFunc(PrimFunc, IRModule, ObjectRef)>;
+/*! \brief (module, pass context) -> rewritten module. */
+using ModuleTransform = std::function<IRModule(IRModule, ObjectRef)>;
+
+/*! \brief A tirx.PrimFuncPass that applies `transform` to every PrimFunc of a module. */
+ObjectRef MakePrimFuncPass(const char* name, int opt_level, PrimFuncTransform transform,
+                           const Array<String>& required = {});
+/*! \brief A transform.ModulePass. */
+ObjectRef MakeModulePass(const char* name, int opt_level, ModuleTransform transform,
+                         const Array<String>& required = {});
+
+/*! \brief The value of PassContext option `key`, or nullopt when it is not set. */
+std::optional<Any> PassConfigValue(const ObjectRef& pass_context, const char* key);
+
+}  // namespace ir
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_IR_PASS_H_

@@ -1,0 +1,167 @@
+/*!
+ * \file ir/reflection.h
+ * \brief The three handles through which the core reaches TVM: type keys, reflected fields and
+ *        registered global functions, plus copy-on-write field updates.
+ *
+ * The apache-tvm wheel ships no compiler headers, so TVM nodes are opaque `ffi::Object`s to us.
+ * Everything we know about them goes through the tvm-ffi type table:
+ *
+ * \code
+ *   const TypeKey kFor("tirx.For");            // resolved to a type index on first use
+ *   const FieldKey kForBody(kFor, "body");     // resolved to a TVMFFIFieldInfo on first use
+ *   const GlobalFunc kSimplify("sym.AnalyzerSimplify");
+ *   if (kFor.IsInstance(node)) body = kForBody.Get(node);
+ * \endcode
+ *
+ * Handles are declared in one place only (schema.def, expanded by schema.h); pass code uses the
+ * typed views built on them. Resolution is lazy because the keys exist only once `import tvm`
+ * has run, and every failure names the key, the field or the function and the TVM version we
+ * support, instead of crashing.
+ */
+#ifndef TVM_MEMPLAN_IR_REFLECTION_H_
+#define TVM_MEMPLAN_IR_REFLECTION_H_
+
+#include <tvm/ffi/tvm_ffi.h>
+
+#include <atomic>
+#include <initializer_list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace tvm_memplan {
+
+namespace ffi = ::tvm::ffi;
+using ffi::Any;
+using ffi::AnyView;
+using ffi::Array;
+using ffi::Function;
+using ffi::Map;
+using ffi::Object;
+using ffi::ObjectRef;
+using ffi::Optional;
+using ffi::String;
+
+namespace ir {
+
+/*! \brief The TVM release whose IR schema this layer is written against. */
+inline constexpr const char* kSupportedTVMVersion = "0.27.0.post1";
+
+/*! \brief A TVM type key, resolved to its runtime type index on first use. */
+class TypeKey {
+ public:
+  explicit constexpr TypeKey(const char* key) : key_(key) {}
+  TypeKey(const TypeKey&) = delete;
+  TypeKey& operator=(const TypeKey&) = delete;
+
+  const char* key() const { return key_; }
+  /*! \brief The runtime type index; throws naming the key when TVM does not define it. */
+  int32_t index() const;
+  /*! \brief Whether TVM defines this key (never throws). */
+  bool Exists() const;
+
+  /*! \brief Whether `type_index` is this type or derives from it. */
+  bool IsInstance(int32_t type_index) const;
+  bool IsInstance(const Object* obj) const { return obj && IsInstance(obj->type_index()); }
+  bool IsInstance(const ObjectRef& ref) const { return IsInstance(ref.get()); }
+  bool IsInstance(const AnyView& value) const { return IsInstance(value.type_index()); }
+
+ private:
+  const char* key_;
+  mutable std::atomic<int32_t> index_{-1};
+};
+
+/*! \brief A reflected field of a TVM node type (found on the type or one of its ancestors). */
+class FieldKey {
+ public:
+  constexpr FieldKey(const TypeKey& owner, const char* name) : owner_(owner), name_(name) {}
+  FieldKey(const FieldKey&) = delete;
+  FieldKey& operator=(const FieldKey&) = delete;
+
+  const TypeKey& owner() const { return owner_; }
+  const char* name() const { return name_; }
+  /*! \brief The field's reflection record; throws when the owner type has no such field. */
+  const TVMFFIFieldInfo* info() const;
+  /*! \brief Whether the owner type exists and has this field (never throws). */
+  bool Exists() const;
+
+  /*! \brief Read the field of `obj`, which must be an instance of the owner type. */
+  Any Get(const Object* obj) const;
+  Any Get(const ObjectRef& obj) const { return Get(obj.get()); }
+  template <typename T>
+  T Get(const ObjectRef& obj) const {
+    return Cast<T>(Get(obj.get()));
+  }
+
+  /*!
+   * \brief Write the field of an object nobody else holds yet (a fresh shallow copy).
+   * \note TVM registers setters even for read-only fields; the setter type-checks `value`.
+   */
+  void SetOnFresh(Object* obj, AnyView value) const;
+
+ private:
+  void CheckOwner(const Object* obj) const;
+  template <typename T>
+  T Cast(Any value) const;
+
+  const TypeKey& owner_;
+  const char* name_;
+  mutable std::atomic<const TVMFFIFieldInfo*> info_{nullptr};
+};
+
+/*! \brief A global function registered by TVM, looked up on first call. */
+class GlobalFunc {
+ public:
+  explicit GlobalFunc(const char* name) : name_(name) {}
+  GlobalFunc(const GlobalFunc&) = delete;
+  GlobalFunc& operator=(const GlobalFunc&) = delete;
+
+  const char* name() const { return name_; }
+  const Function& get() const;
+  bool Exists() const;
+
+  template <typename... Args>
+  Any operator()(Args&&... args) const {
+    return get()(std::forward<Args>(args)...);
+  }
+
+ private:
+  const char* name_;
+  mutable std::once_flag once_;
+  mutable Function func_;
+};
+
+/*! \brief `type.key` of a runtime type index, for messages. */
+std::string TypeKeyOf(int32_t type_index);
+/*! \brief `type.key` of an object or "None". */
+std::string TypeKeyOf(const ObjectRef& ref);
+
+/*! \brief A shallow copy through the reflected `__ffi_shallow_copy__` attribute. */
+ObjectRef ShallowCopy(const ObjectRef& node);
+
+/*! \brief One `field = value` update for WithFields. */
+using FieldUpdate = std::pair<const FieldKey*, Any>;
+
+/*!
+ * \brief Copy-on-write update: `node` itself when every value is already the same object,
+ *        otherwise a shallow copy with the fields replaced (span and other fields kept).
+ */
+ObjectRef WithFields(const ObjectRef& node, std::initializer_list<FieldUpdate> updates);
+
+// ------------------------------------------------------------------------------------------
+// Implementation details of the templates above.
+// ------------------------------------------------------------------------------------------
+template <typename T>
+T FieldKey::Cast(Any value) const {
+  if (auto typed = value.try_cast<T>()) return *std::move(typed);
+  TVM_FFI_THROW(TypeError) << "field `" << owner_.key() << "." << name_
+                           << "` holds an unexpected value of type `" << value.GetTypeKey()
+                           << "` (tvm-memplan supports TVM " << kSupportedTVMVersion << ")";
+  TVM_FFI_UNREACHABLE();
+}
+
+}  // namespace ir
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_IR_REFLECTION_H_

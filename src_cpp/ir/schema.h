@@ -1,0 +1,126 @@
+/*!
+ * \file ir/schema.h
+ * \brief Handles for every TVM name listed in schema.def, and the self-check over them.
+ *
+ * \code
+ *   if (schema::type::For.IsInstance(node)) {
+ *     ObjectRef body = schema::field::For_body.Get<ObjectRef>(node);
+ *   }
+ *   ObjectRef sum = schema::func::OpAdd(a, b, nullptr).cast<ObjectRef>();
+ * \endcode
+ *
+ * Pass code should prefer the typed views (tir.h, relax.h), which are written on these handles.
+ */
+#ifndef TVM_MEMPLAN_IR_SCHEMA_H_
+#define TVM_MEMPLAN_IR_SCHEMA_H_
+
+#include <string>
+#include <vector>
+
+#include "ir/reflection.h"
+
+namespace tvm_memplan {
+namespace ir {
+namespace schema {
+
+namespace type {
+#define TVM_MEMPLAN_TYPE(Name, key) inline const TypeKey Name(key);
+#define TVM_MEMPLAN_FIELD(TypeName, field)
+#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
+#define TVM_MEMPLAN_OP(Name, name)
+#define TVM_MEMPLAN_CONFIG(Name, key)
+#include "ir/schema.def"
+#undef TVM_MEMPLAN_TYPE
+#undef TVM_MEMPLAN_FIELD
+#undef TVM_MEMPLAN_GLOBAL
+#undef TVM_MEMPLAN_OP
+#undef TVM_MEMPLAN_CONFIG
+}  // namespace type
+
+namespace field {
+#define TVM_MEMPLAN_TYPE(Name, key)
+#define TVM_MEMPLAN_FIELD(TypeName, field) \
+  inline const FieldKey TypeName##_##field(type::TypeName, #field);
+#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
+#define TVM_MEMPLAN_OP(Name, name)
+#define TVM_MEMPLAN_CONFIG(Name, key)
+#include "ir/schema.def"
+#undef TVM_MEMPLAN_TYPE
+#undef TVM_MEMPLAN_FIELD
+#undef TVM_MEMPLAN_GLOBAL
+#undef TVM_MEMPLAN_OP
+#undef TVM_MEMPLAN_CONFIG
+}  // namespace field
+
+namespace func {
+#define TVM_MEMPLAN_TYPE(Name, key)
+#define TVM_MEMPLAN_FIELD(TypeName, field)
+#define TVM_MEMPLAN_GLOBAL(Name, name, signature) inline const GlobalFunc Name(name);
+#define TVM_MEMPLAN_OP(Name, name)
+#define TVM_MEMPLAN_CONFIG(Name, key)
+#include "ir/schema.def"
+#undef TVM_MEMPLAN_TYPE
+#undef TVM_MEMPLAN_FIELD
+#undef TVM_MEMPLAN_GLOBAL
+#undef TVM_MEMPLAN_OP
+#undef TVM_MEMPLAN_CONFIG
+}  // namespace func
+
+/*! \brief Operator names (ir.Op.name); compare against `OpName(call_op)`. */
+namespace op {
+#define TVM_MEMPLAN_TYPE(Name, key)
+#define TVM_MEMPLAN_FIELD(TypeName, field)
+#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
+#define TVM_MEMPLAN_OP(Name, name) inline constexpr const char* Name = name;
+#define TVM_MEMPLAN_CONFIG(Name, key)
+#include "ir/schema.def"
+#undef TVM_MEMPLAN_TYPE
+#undef TVM_MEMPLAN_FIELD
+#undef TVM_MEMPLAN_GLOBAL
+#undef TVM_MEMPLAN_OP
+#undef TVM_MEMPLAN_CONFIG
+}  // namespace op
+
+/*! \brief PassContext option keys that TVM registers. */
+namespace config {
+#define TVM_MEMPLAN_TYPE(Name, key)
+#define TVM_MEMPLAN_FIELD(TypeName, field)
+#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
+#define TVM_MEMPLAN_OP(Name, name)
+#define TVM_MEMPLAN_CONFIG(Name, key) inline constexpr const char* Name = key;
+#include "ir/schema.def"
+#undef TVM_MEMPLAN_TYPE
+#undef TVM_MEMPLAN_FIELD
+#undef TVM_MEMPLAN_GLOBAL
+#undef TVM_MEMPLAN_OP
+#undef TVM_MEMPLAN_CONFIG
+}  // namespace config
+
+/*! \brief What the self-check may be asked about: names that need not be in schema.def. */
+struct SchemaQuery {
+  std::vector<std::string> types;
+  std::vector<std::pair<std::string, std::string>> fields;   // (type key, field name)
+  std::vector<std::pair<std::string, std::string>> globals;  // (name, signature or "")
+  std::vector<std::string> ops;
+  std::vector<std::string> configs;
+};
+
+/*! \brief The query that covers every entry of schema.def. */
+SchemaQuery BuiltinSchema();
+
+/*!
+ * \brief Check names against the running TVM.
+ * \return One human-readable line per problem (missing type, field, global, op or PassContext
+ * option, or a global whose registered signature differs, or an unknown config key); empty when
+ *         everything matches.
+ */
+std::vector<std::string> CheckSchema(const SchemaQuery& query);
+
+/*! \brief The registered signature of a global, rendered as in schema.def ("" if unknown). */
+std::string GlobalSignature(const std::string& name);
+
+}  // namespace schema
+}  // namespace ir
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_IR_SCHEMA_H_

@@ -1,0 +1,237 @@
+/*!
+ * \file ir/tir.cc
+ * \brief TIR views: buffer facts, copy-on-write updates and constructors that keep TVM's
+ *        invariants (a buffer's layout follows its shape; spans are kept on updates).
+ */
+#include "ir/tir.h"
+
+#include <tvm/ffi/extra/structural_equal.h>
+
+namespace tvm_memplan {
+namespace ir {
+
+using namespace schema;
+
+NodeView::NodeView(ObjectRef ref, const TypeKey& type, const char* context) : ref_(std::move(ref)) {
+  if (!type.IsInstance(ref_)) {
+    TVM_FFI_THROW(TypeError) << context << ": expected `" << type.key() << "`, got `"
+                             << TypeKeyOf(ref_) << "`";
+  }
+}
+
+// ---- generic nodes ---------------------------------------------------------------------------
+
+std::string OpName(const ObjectRef& op) {
+  return type::Op.IsInstance(op) ? std::string(field::Op_name.Get<String>(op)) : std::string();
+}
+
+std::string Call::op_name() const { return OpName(op()); }
+
+std::string GlobalVarName(const ObjectRef& global_var) {
+  return field::GlobalVar_name_hint.Get<String>(global_var);
+}
+
+IRModule IRModule::WithFunctions(const Map<ObjectRef, ObjectRef>& functions) const {
+  // A fresh module: ir.Module_Add/Update mutate in place and would change the caller's module.
+  return IRModule(func::MakeIRModule(functions, field::IRModule_attrs.Get(ref_),
+                                     field::IRModule_global_infos.Get(ref_))
+                      .cast<ObjectRef>());
+}
+
+Map<String, Any> FuncAttrs(const ObjectRef& func) {
+  Any attrs = field::BaseFunc_attrs.Get(func);
+  if (attrs == nullptr) return {};
+  return field::DictAttrs___dict__.Get<Map<String, Any>>(attrs.cast<ObjectRef>());
+}
+
+std::optional<Any> FuncAttr(const ObjectRef& func, const char* key) {
+  Map<String, Any> attrs = FuncAttrs(func);
+  auto it = attrs.find(String(key));
+  if (it == attrs.end()) return std::nullopt;
+  return (*it).second;
+}
+
+ObjectRef WithFuncAttr(const ObjectRef& func, const char* key, Any value) {
+  return func::BaseFuncWithAttr(func, String(key), value).cast<ObjectRef>();
+}
+
+// ---- buffers ---------------------------------------------------------------------------------
+
+Buffer::Buffer(ObjectRef var, const char* context) : NodeView(std::move(var), Type(), context) {
+  if (!type::BufferType.IsInstance(field::Expr_ty.Get(ref_))) {
+    TVM_FFI_THROW(TypeError) << context << ": `" << name()
+                             << "` is a variable, not a buffer (its type is `"
+                             << TypeKeyOf(field::Expr_ty.Get<ObjectRef>(ref_)) << "`)";
+  }
+}
+
+bool Buffer::Matches(const ObjectRef& node) {
+  return type::Var.IsInstance(node) && type::BufferType.IsInstance(field::Expr_ty.Get(node));
+}
+
+DLDataType Buffer::dtype() const {
+  return field::PrimType_dtype.Get<DLDataType>(field::BufferType_dtype.Get<ObjectRef>(type()));
+}
+
+Array<ObjectRef> Buffer::shape() const {
+  return field::BufferType_shape.Get<Array<ObjectRef>>(type());
+}
+
+Array<ObjectRef> Buffer::strides() const {
+  return field::BufferType_strides.Get<Array<ObjectRef>>(type());
+}
+
+ObjectRef Buffer::elem_offset() const {
+  return field::BufferType_elem_offset.Get<ObjectRef>(type());
+}
+
+std::string Buffer::scope() const { return field::BufferType_storage_scope.Get<String>(type()); }
+
+std::optional<int64_t> Buffer::ConstNumElements() const {
+  int64_t count = 1;
+  for (const ObjectRef& extent : shape()) {
+    std::optional<int64_t> value = AsConstInt(extent);
+    if (!value) return std::nullopt;
+    count *= *value;
+  }
+  return count;
+}
+
+std::optional<int64_t> Buffer::ConstSizeBytes() const {
+  std::optional<int64_t> count = ConstNumElements();
+  if (!count) return std::nullopt;
+  DLDataType t = dtype();
+  int64_t bits_per_element =
+      t.code == kDLBool ? 8 * t.lanes : static_cast<int64_t>(t.bits) * t.lanes;
+  return (*count * bits_per_element + 7) / 8;
+}
+
+namespace {
+
+bool SameExpr(const ObjectRef& a, const ObjectRef& b) {
+  if (a.same_as(b)) return true;
+  std::optional<int64_t> ca = AsConstInt(a), cb = AsConstInt(b);
+  if (ca && cb) return *ca == *cb;
+  return ffi::StructuralEqual::Equal(a, b);
+}
+
+/*!
+ * \brief The layout for `new_shape` when `layout` is the default row-major layout of
+ *        `old_shape`; nullopt for any other layout (swizzles, replicas, offsets, strides).
+ */
+std::optional<Any> RowMajorLayoutFor(const Any& layout, const Array<ObjectRef>& old_shape,
+                                     const Array<ObjectRef>& new_shape) {
+  if (layout == nullptr) return Any(nullptr);
+  ObjectRef tile = layout.cast<ObjectRef>();
+  if (!type::TileLayout.IsInstance(tile)) return std::nullopt;
+  Array<ObjectRef> shard = field::TileLayout_shard.Get<Array<ObjectRef>>(tile);
+  if (shard.size() != old_shape.size() || new_shape.size() != old_shape.size() ||
+      !field::TileLayout_replica.Get<Array<Any>>(tile).empty() ||
+      !field::TileLayout_offset.Get<Map<Any, Any>>(tile).empty()) {
+    return std::nullopt;
+  }
+  if (shard.empty()) return layout;
+  ObjectRef stride = IntConst(old_shape[0], 1);
+  for (int d = static_cast<int>(shard.size()) - 1; d >= 0; --d) {
+    if (!SameExpr(field::LayoutIter_stride.Get<ObjectRef>(shard[d]), stride) ||
+        !SameExpr(field::LayoutIter_extent.Get<ObjectRef>(shard[d]), old_shape[d])) {
+      return std::nullopt;
+    }
+    stride = Mul(stride, old_shape[d]);
+  }
+  Array<ObjectRef> new_shard;
+  new_shard.resize(new_shape.size());
+  stride = IntConst(new_shape[0], 1);
+  for (int d = static_cast<int>(new_shape.size()) - 1; d >= 0; --d) {
+    new_shard.Set(d,
+                  func::MakeLayoutIter(new_shape[d], stride, field::LayoutIter_axis.Get(shard[d]))
+                      .cast<ObjectRef>());
+    stride = Mul(stride, new_shape[d]);
+  }
+  return func::MakeTileLayout(new_shard, Array<ObjectRef>{}, Map<ObjectRef, ObjectRef>{});
+}
+
+}  // namespace
+
+std::optional<Buffer> Buffer::WithShape(const Array<ObjectRef>& new_shape) const {
+  if (!strides().empty()) return std::nullopt;
+  std::optional<Any> layout = RowMajorLayoutFor(this->layout(), shape(), new_shape);
+  if (!layout) return std::nullopt;
+  ObjectRef new_type = WithFields(
+      type(), {{&field::BufferType_shape, new_shape}, {&field::BufferType_layout, *layout}});
+  return Buffer(
+      func::MakeBufferVar(String(name()), new_type, field::Expr_span.Get(ref_)).cast<ObjectRef>());
+}
+
+std::optional<Buffer> BufferOfDataPointer(const ObjectRef& expr) {
+  std::optional<Call> call = As<Call>(expr);
+  if (!call || !call->IsOp(op::BufferData)) return std::nullopt;
+  Array<ObjectRef> args = call->args();
+  if (args.size() != 1) return std::nullopt;
+  return As<Buffer>(args[0]);
+}
+
+// ---- statements ------------------------------------------------------------------------------
+
+PrimFunc PrimFunc::WithBody(const ObjectRef& body) const {
+  return PrimFunc(WithFields(ref_, {{&field::PrimFunc_body, body}}));
+}
+
+std::string PrimFunc::global_symbol() const {
+  std::optional<Any> symbol = FuncAttr(ref_, "global_symbol");
+  if (!symbol) return "";
+  auto name = symbol->try_cast<String>();
+  return name ? std::string(*name) : std::string();
+}
+
+ObjectRef MakeSeq(const Array<ObjectRef>& stmts) {
+  if (stmts.size() == 1) return stmts[0];
+  return func::MakeSeqStmt(stmts, nullptr).cast<ObjectRef>();
+}
+
+AllocBuffer AllocBuffer::WithBuffer(const Buffer& buffer) const {
+  return AllocBuffer(WithFields(ref_, {{&field::AllocBuffer_buffer, buffer.ref()}}));
+}
+
+AllocBuffer AllocBuffer::WithAnnotations(const Map<String, Any>& annotations) const {
+  return AllocBuffer(WithFields(ref_, {{&field::AllocBuffer_annotations, annotations}}));
+}
+
+AllocBuffer MakeAllocBuffer(const Buffer& buffer, const Map<String, Any>& annotations) {
+  return AllocBuffer(func::MakeAllocBuffer(buffer.ref(), annotations, nullptr).cast<ObjectRef>());
+}
+
+std::optional<Buffer> DeclBuffer::viewed_buffer() const { return BufferOfDataPointer(data()); }
+
+DeclBuffer DeclBuffer::WithBuffer(const Buffer& buffer) const {
+  return DeclBuffer(WithFields(ref_, {{&field::DeclBuffer_buffer, buffer.ref()}}));
+}
+
+BufferStore BufferStore::WithAccess(const Buffer& buffer, const Array<ObjectRef>& indices) const {
+  return BufferStore(WithFields(
+      ref_, {{&field::BufferStore_buffer, buffer.ref()}, {&field::BufferStore_indices, indices}}));
+}
+
+BufferLoad BufferLoad::WithAccess(const Buffer& buffer, const Array<ObjectRef>& indices) const {
+  return BufferLoad(WithFields(
+      ref_, {{&field::TensorLoad_source, buffer.ref()}, {&field::TensorLoad_indices, indices}}));
+}
+
+ForKind For::kind() const { return static_cast<ForKind>(field::For_kind.Get<int64_t>(ref_)); }
+
+std::string For::thread_tag() const {
+  Any binding = field::For_thread_binding.Get(ref_);
+  if (binding == nullptr) return "";
+  return IterVar(binding.cast<ObjectRef>()).thread_tag();
+}
+
+For For::WithBody(const ObjectRef& body) const {
+  return For(WithFields(ref_, {{&field::For_body, body}}));
+}
+
+AttrStmt AttrStmt::WithBody(const ObjectRef& body) const {
+  return AttrStmt(WithFields(ref_, {{&field::AttrStmt_body, body}}));
+}
+
+}  // namespace ir
+}  // namespace tvm_memplan
