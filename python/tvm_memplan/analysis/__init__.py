@@ -1,0 +1,74 @@
+"""Analyses of the C++ core, returning plain Python records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tvm
+
+from . import _ffi_api
+
+__all__ = ["Allocation", "allocation_summary", "total_bytes"]
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One buffer definition in a PrimFunc.
+
+    ``kind`` is ``"block_alloc_buffer"`` (an SBlock's ``alloc_buffers``), ``"alloc_buffer"``
+    (a flat ``T.alloc_buffer``) or ``"decl_buffer"`` (a declaration; ``view_of`` names the
+    buffer whose memory it views, when it is one). ``shape`` holds ints where the extent is a
+    constant and TIR expressions where it is symbolic; ``size_bytes`` is None when symbolic.
+    """
+
+    function: str | None
+    name: str
+    kind: str
+    shape: tuple
+    dtype: str
+    scope: str
+    size_bytes: int | None
+    view_of: str | None = None
+    block: str | None = None
+
+    @property
+    def allocates(self) -> bool:
+        """Whether this definition takes memory of its own (views do not)."""
+        return self.kind != "decl_buffer"
+
+
+def _check_ir(func_or_mod, what: str) -> None:
+    if not isinstance(func_or_mod, tvm.tirx.PrimFunc | tvm.IRModule):
+        raise TypeError(
+            f"{what} expects a tvm.tirx.PrimFunc or a tvm.IRModule, "
+            f"got {type(func_or_mod).__name__}"
+        )
+
+
+def _shape(extents) -> tuple:
+    return tuple(int(e) if isinstance(e, tvm.tirx.IntImm) else e for e in extents)
+
+
+def allocation_summary(func_or_mod) -> list[Allocation]:
+    """Every buffer a PrimFunc (or each PrimFunc of a module) defines, in definition order."""
+    _check_ir(func_or_mod, "allocation_summary")
+    return [
+        Allocation(
+            function=str(r["function"]) or None,
+            name=str(r["name"]),
+            kind=str(r["kind"]),
+            shape=_shape(r["shape"]),
+            dtype=str(r["dtype"]),
+            scope=str(r["scope"]),
+            size_bytes=None if r["size_bytes"] is None else int(r["size_bytes"]),
+            view_of=None if r["view_of"] is None else str(r["view_of"]),
+            block=None if r["block"] is None else str(r["block"]),
+        )
+        for r in _ffi_api.allocation_summary(func_or_mod)
+    ]
+
+
+def total_bytes(allocations: list[Allocation]) -> int | None:
+    """Bytes allocated by the summary (views excluded); None if any allocation is symbolic."""
+    sizes = [a.size_bytes for a in allocations if a.allocates]
+    return None if any(s is None for s in sizes) else sum(sizes)

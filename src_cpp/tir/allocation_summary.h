@@ -1,0 +1,54 @@
+/*!
+ * \file tir/allocation_summary.h
+ * \brief Every buffer a PrimFunc defines: block allocations, flat allocations and views.
+ *
+ * \code
+ *   @T.prim_func
+ *   def main(A: T.Buffer((16, 16), "float32")):
+ *       B = T.alloc_buffer((16, 16), "float32", scope="local")   -> B  alloc_buffer  1024 bytes
+ *       V = T.decl_buffer((256,), "float32", data=B.data)        -> V  decl_buffer   view of B
+ * \endcode
+ *
+ * The size is counted only when the shape is constant; views allocate nothing, so totals over
+ * the summary count only the `*alloc_buffer` kinds.
+ */
+#ifndef TVM_MEMPLAN_TIR_ALLOCATION_SUMMARY_H_
+#define TVM_MEMPLAN_TIR_ALLOCATION_SUMMARY_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/tir.h"
+
+namespace tvm_memplan {
+namespace tir {
+
+struct AllocationRecord {
+  /*! \brief The function's name in its module (or its global_symbol); "" when it has none. */
+  std::string function;
+  std::string name;
+  /*! \brief "alloc_buffer" (flat), "block_alloc_buffer" (SBlock) or "decl_buffer" (view). */
+  std::string kind;
+  ffi::Array<ffi::ObjectRef> shape;
+  DLDataType dtype;
+  /*! \brief Storage scope, with TVM's "" spelled "global". */
+  std::string scope;
+  std::optional<int64_t> size_bytes;
+  /*! \brief For a DeclBuffer over `B.data`: B's name. */
+  std::optional<std::string> view_of;
+  /*! \brief For a block allocation: the block's name. */
+  std::optional<std::string> block;
+};
+
+/*! \brief The buffers defined by a PrimFunc, in definition order. */
+std::vector<AllocationRecord> SummarizeAllocations(const ir::PrimFunc& func,
+                                                   const std::string& function_name);
+
+/*! \brief The buffers defined by every PrimFunc of a module, functions in name order. */
+std::vector<AllocationRecord> SummarizeAllocations(const ir::IRModule& mod);
+
+}  // namespace tir
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_TIR_ALLOCATION_SUMMARY_H_
