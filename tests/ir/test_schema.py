@@ -1,0 +1,104 @@
+"""The load-time self-check of the TVM names the C++ core depends on."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import tvm_memplan
+from tvm_memplan import SchemaQuery, check_schema
+from tvm_memplan._lib import verify_compatible
+
+SRC = Path(__file__).resolve().parents[2] / "src_cpp"
+
+
+def test_builtin_schema_matches_installed_tvm():
+    assert check_schema() == []
+
+
+def test_unknown_type_key_is_reported():
+    assert check_schema(SchemaQuery(types=["tirx.NoSuchNode"])) == [
+        "type `tirx.NoSuchNode` is not defined"
+    ]
+
+
+def test_unknown_field_is_reported():
+    assert check_schema(SchemaQuery(fields=[("tirx.For", "no_such_field")])) == [
+        "field `tirx.For.no_such_field` does not exist"
+    ]
+
+
+def test_field_of_unknown_type_is_reported():
+    assert check_schema(SchemaQuery(fields=[("tir.For", "body")])) == [
+        "field `tir.For.body`: type `tir.For` is not defined"
+    ]
+
+
+def test_unknown_global_is_reported():
+    assert check_schema(SchemaQuery(globals=[("tir.transform.NoSuchPass", "")])) == [
+        "global function `tir.transform.NoSuchPass` is not registered"
+    ]
+
+
+def test_changed_signature_is_reported():
+    problems = check_schema(SchemaQuery(globals=[("sym.AnalyzerSimplify", "ir.Expr(ir.Expr)")]))
+    assert problems == [
+        "global function `sym.AnalyzerSimplify` has signature "
+        "`ir.Expr(sym.Analyzer, ir.Expr, int)`, expected `ir.Expr(ir.Expr)`"
+    ]
+
+
+def test_unknown_op_is_reported():
+    assert check_schema(SchemaQuery(ops=["relax.no_such_op"])) == [
+        "operator `relax.no_such_op` is not registered"
+    ]
+
+
+def test_unknown_pass_config_is_reported():
+    assert check_schema(SchemaQuery(configs=["tir.disable_vectorize"])) == [
+        "PassContext option `tir.disable_vectorize` is not registered"
+    ]
+
+
+def test_known_names_pass():
+    query = SchemaQuery(
+        types=["tirx.For"],
+        fields=[("s_tir.SBlock", "alloc_buffers"), ("relax.expr.DataflowBlock", "bindings")],
+        globals=[("sym.AnalyzerSimplify", "ir.Expr(sym.Analyzer, ir.Expr, int)")],
+        ops=["relax.add"],
+        configs=["tirx.disable_vectorize"],
+    )
+    assert check_schema(query) == []
+
+
+def test_import_check_raises_import_error_naming_every_missing_item():
+    query = SchemaQuery(types=["tirx.NoSuchNode"], globals=[("no.such.global", "")])
+    with pytest.raises(ImportError) as info:
+        verify_compatible(query)
+    message = str(info.value)
+    assert "apache-tvm==0.27.0.post1" in message
+    assert "type `tirx.NoSuchNode` is not defined" in message
+    assert "global function `no.such.global` is not registered" in message
+
+
+def test_supported_version_is_the_pinned_one():
+    assert tvm_memplan.SUPPORTED_TVM_VERSION == "0.27.0.post1"
+
+
+# A quoted name in one of TVM's namespaces is TVM vocabulary (tvm-ffi's own names are checked
+# at compile time by its headers).
+_TVM_NAME = re.compile(r'"((?:ir|tirx|s_tir|relax|sym|prim|transform|target)\.[A-Za-z_.]+)"')
+
+
+def test_core_uses_tvm_names_only_through_the_schema():
+    """Every TVM type key, global and op name in src_cpp is in schema.def, nowhere else."""
+    offenders = []
+    for path in sorted(SRC.rglob("*")):
+        if path.suffix not in {".h", ".cc"} or path.name == "schema.def":
+            continue
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if line.lstrip().startswith(("//", "*", "/*")):
+                continue
+            for name in _TVM_NAME.findall(line):
+                offenders.append(f"{path.relative_to(SRC)}:{lineno}: {name}")
+    assert offenders == []
