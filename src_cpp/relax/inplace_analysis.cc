@@ -48,6 +48,29 @@ constexpr const char* kFLegalize = "FLegalize";
 
 std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 
+/*! \brief TVM's op_pattern of a legalized PrimFunc, for messages (relax/op_attr_types.h). */
+std::string PatternName(int64_t pattern) {
+  const char* name = "opaque";
+  switch (pattern) {
+    case 0:
+      name = "elementwise";
+      break;
+    case 1:
+      name = "broadcast";
+      break;
+    case 2:
+      name = "injective";
+      break;
+    case 3:
+      name = "reduction";
+      break;
+    case 4:
+      name = "reductions feeding an elementwise output";
+      break;
+  }
+  return std::string(name) + " (op_pattern=" + std::to_string(pattern) + ")";
+}
+
 // ---- the program as a sequence of steps ---------------------------------------------------
 
 /*!
@@ -68,7 +91,11 @@ struct Step {
   std::vector<const Object*> uses;
   /*! \brief The `if` branches enclosing the step: (id of the `if`, 0 then / 1 else). */
   std::vector<std::pair<int, int>> branches;
-  /*! \brief The binding block holding the step (-1: the function result). */
+  /*!
+   * \brief The block the memory planner sees the step in (-1: the function result). After
+   *        ToNonDataflow the blocks of one SeqExpr merge into one, so this numbers SeqExprs:
+   *        the function body and each `if` branch.
+   */
   int block = -1;
 };
 
@@ -133,9 +160,9 @@ class Flattener {
 
  private:
   void Blocks(const SeqExpr& seq) {
+    int block_id = next_block_++;
     for (const ObjectRef& item : seq.blocks()) {
       BindingBlock block(item, "SeqExpr.blocks");
-      int block_id = next_block_++;
       for (const ObjectRef& b : block.bindings()) {
         block_ = block_id;
         Binding binding(b, "BindingBlock.bindings");
@@ -284,7 +311,7 @@ class Analysis {
     }
     for (size_t i = 0; i < steps_.size(); ++i) Visit(static_cast<int64_t>(i));
     if (options_.memory_aware) KeepRewritesThatDoNotRaiseMemory();
-    return std::move(decisions_);
+    return decisions_;
   }
 
  private:
@@ -519,6 +546,20 @@ class Analysis {
     }
   }
 
+ public:
+  /*!
+   * \brief The modelled bytes StaticPlanBlockMemory plans when exactly the in-place decisions
+   *        of the bindings named in `in_place` are applied (after Run, for tests).
+   */
+  std::optional<int64_t> ModelledBytes(const std::unordered_set<std::string>& in_place) const {
+    std::vector<bool> chosen(candidates_.size());
+    for (size_t c = 0; c < candidates_.size(); ++c) {
+      chosen[c] = in_place.count(decisions_[candidates_[c]].var) > 0;
+    }
+    return MemoryPlanModel(plan_steps_).TotalBytes(chosen);
+  }
+
+ private:
   // ---- the decision ----------------------------------------------------------------------
 
   /*! \brief Why storage `roots` of argument `arg` may not be overwritten at `index`. */
@@ -580,10 +621,9 @@ class Analysis {
     if (legal.reshape_pattern) {
       return refuse("it legalizes to a copy, which RewriteDataflowReshape turns into a view");
     }
-    int64_t pattern = legalizer.OpPattern(legal);
-    if (pattern < 0 || pattern > 1) {
-      return refuse("the legalized PrimFunc is neither elementwise nor broadcast (op_pattern=" +
-                    std::to_string(pattern) + ")");
+    if (legal.prologue_bindings > 0) {
+      return refuse("its legalization emits " + std::to_string(legal.prologue_bindings) +
+                    " binding(s) before the call_tir");
     }
     if (legal.has_tir_vars) {
       return refuse(
@@ -617,9 +657,8 @@ class Analysis {
       decision.call_tir = call_tir;
       decision.prim_func = legal.prim_func;
       decision.prim_func_name = legal.prim_func_name;
-      decision.reason = (pattern == 0 ? "elementwise" : "broadcast") +
-                        std::string(" (op_pattern=") + std::to_string(pattern) + "); " +
-                        Quoted(NameOf(arg)) + " is not read afterwards";
+      decision.reason = PatternName(legalizer.OpPattern(legal)) + "; " + Quoted(NameOf(arg)) +
+                        " is not read afterwards";
       return decision;
     }
     if (refusals.empty()) return refuse("no tensor argument has the result's shape and dtype");
@@ -749,41 +788,71 @@ class Analysis {
   /*!
    * \brief Keep the rewrites that do not make StaticPlanBlockMemory plan more bytes. Its
    *        reuse is greedy, so a token kept alive longer by a rewrite can cost a worse fit
-   *        later. Candidates are accepted in program order when the modelled total does not
-   *        grow, then the refused ones are retried against the final choice until nothing
-   *        changes. Refusing a rewrite only removes aliasing, so the others stay safe.
+   *        later, and rewrites interact (one can raise the total that the next one lowers
+   *        again). Two local searches on the model, and the better result (fewest bytes, then
+   *        most rewrites) wins:
+   *         - growing: accept candidates in program order while the total does not grow,
+   *           then retry the refused ones until nothing changes;
+   *         - shrinking: start from every candidate, drop those whose removal lowers the
+   *           total, then re-add dropped ones that do not raise it.
+   *        Refusing a rewrite only removes aliasing, so the kept ones stay safe.
    */
   void KeepRewritesThatDoNotRaiseMemory() {
     if (candidates_.empty()) return;
     MemoryPlanModel model(plan_steps_);
-    std::vector<bool> in_place(candidates_.size(), false);
-    std::optional<int64_t> current = model.TotalBytes(in_place);
-    if (!current) return;  // symbolic sizes: the model cannot tell, keep every safe rewrite
-    constexpr int kMaxRounds = 4;
-    for (int round = 0; round < kMaxRounds; ++round) {
-      bool changed = false;
-      for (size_t c = 0; c < candidates_.size(); ++c) {
-        if (in_place[c]) continue;
-        in_place[c] = true;
-        int64_t with = *model.TotalBytes(in_place);
-        if (with <= *current) {
-          current = with;
-          changed = true;
-        } else {
-          in_place[c] = false;
+    size_t n = candidates_.size();
+    std::optional<int64_t> none = model.TotalBytes(std::vector<bool>(n, false));
+    if (!none) return;  // symbolic sizes: the model cannot tell, keep every safe rewrite
+    auto total = [&](const std::vector<bool>& chosen) { return *model.TotalBytes(chosen); };
+    // Flip candidates that `accept(current, flipped)` allows, round after round.
+    auto improve = [&](std::vector<bool>* chosen, int64_t* current, bool value, auto accept) {
+      constexpr int kMaxRounds = 4;
+      for (int round = 0; round < kMaxRounds; ++round) {
+        bool changed = false;
+        for (size_t c = 0; c < n; ++c) {
+          if ((*chosen)[c] == value) continue;
+          (*chosen)[c] = value;
+          int64_t bytes = total(*chosen);
+          if (accept(*current, bytes)) {
+            *current = bytes;
+            changed = true;
+          } else {
+            (*chosen)[c] = !value;
+          }
         }
+        if (!changed) return;
       }
-      if (!changed) break;
-    }
-    for (size_t c = 0; c < candidates_.size(); ++c) {
-      if (in_place[c]) continue;
-      in_place[c] = true;
-      int64_t with = *model.TotalBytes(in_place);
-      in_place[c] = false;
+    };
+    auto no_worse = [](int64_t current, int64_t bytes) { return bytes <= current; };
+    auto better = [](int64_t current, int64_t bytes) { return bytes < current; };
+
+    std::vector<bool> grown(n, false);
+    int64_t grown_bytes = *none;
+    improve(&grown, &grown_bytes, true, no_worse);
+
+    std::vector<bool> shrunk(n, true);
+    int64_t shrunk_bytes = total(shrunk);
+    improve(&shrunk, &shrunk_bytes, false, better);
+    improve(&shrunk, &shrunk_bytes, true, no_worse);
+
+    auto count = [](const std::vector<bool>& chosen) {
+      return std::count(chosen.begin(), chosen.end(), true);
+    };
+    bool take_shrunk =
+        shrunk_bytes <= *none && (shrunk_bytes < grown_bytes ||
+                                  (shrunk_bytes == grown_bytes && count(shrunk) > count(grown)));
+    const std::vector<bool>& chosen = take_shrunk ? shrunk : grown;
+    int64_t chosen_bytes = take_shrunk ? shrunk_bytes : grown_bytes;
+    std::vector<bool> probe = chosen;
+    for (size_t c = 0; c < n; ++c) {
+      if (chosen[c]) continue;
+      probe[c] = true;
+      int64_t with = total(probe);
+      probe[c] = false;
       InplaceDecision& decision = decisions_[candidates_[c]];
       decision.inplace = false;
       decision.reason = "in place would raise the memory StaticPlanBlockMemory plans from " +
-                        std::to_string(*current) + " to " + std::to_string(with) + " bytes";
+                        std::to_string(chosen_bytes) + " to " + std::to_string(with) + " bytes";
       decision.arg_index = -1;
       decision.arg.clear();
     }
@@ -904,6 +973,8 @@ class InplaceAccessCheck : public ScopedVisitor {
   void CheckOneWritePerElement(const SBlockRealize& realize, const BufferStore& store) {
     SBlock block = realize.block();
     if (block.init().defined()) return Fail("the writing block is a reduction");
+    // Its loads are then all inside the store: read before the element is written.
+    if (!block.body().same_as(store.ref())) return Fail("the writing block is not a single store");
     Array<ObjectRef> iter_vars = block.iter_vars();
     Array<ObjectRef> values = realize.iter_values();
     Array<ObjectRef> indices = store.indices();
@@ -1049,6 +1120,21 @@ TVM_FFI_STATIC_INIT_BLOCK() {
           out.push_back(DecisionToFFI(d));
         }
         return out;
+      });
+  // The model of StaticPlanBlockMemory, for tests: bytes planned when exactly the bindings named
+  // in `in_place` (among the safe candidates) run in place.
+  tvm::ffi::reflection::GlobalDef().def(
+      "tvm_memplan.testing.inplace_modelled_bytes",
+      [](ObjectRef func, Optional<ObjectRef> mod, Array<String> in_place) -> Any {
+        InplaceContext context;
+        ffi::ObjectPtr<InplaceOptionsObj> options = ffi::make_object<InplaceOptionsObj>();
+        options->memory_aware = false;
+        Analysis analysis(Function(func, "inplace_modelled_bytes"), mod.value_or(ObjectRef()),
+                          *options, &context);
+        analysis.Run();
+        std::unordered_set<std::string> names(in_place.begin(), in_place.end());
+        std::optional<int64_t> bytes = analysis.ModelledBytes(names);
+        return bytes ? Any(*bytes) : Any();
       });
 }
 

@@ -15,11 +15,12 @@
  * \endcode
  *
  * A binding `y = op(..., a, ...)` runs in place on `a` when all of the following hold:
- *  1. the operator legalizes (LegalizeOps) to one `call_tir` whose PrimFunc TVM classifies as
- *     elementwise or broadcast (op_pattern <= 1), that is not a plain copy
- *     (RewriteDataflowReshape would make it a view), and whose accesses prove it: the output is
- *     written once per element by one block, and that block reads `a` only at the element it
- *     writes (earlier blocks may read `a` freely);
+ *  1. the operator legalizes (LegalizeOps) to one `call_tir`, not a plain copy
+ *     (RewriteDataflowReshape would make it a view), whose PrimFunc's accesses prove it: the
+ *     output is written once per element by one single-store block, which reads `a` only at
+ *     the element it writes; other blocks read `a` only before it, outside its loops. Every
+ *     elementwise and broadcast operator (op_pattern 0 and 1) qualifies, and so do
+ *     normalizations and softmax (reductions over `a`, then an elementwise output);
  *  2. `a` has the result's dtype and a provably equal shape (symbolic shapes included);
  *  3. every storage `a` may refer to was allocated by this function (not a parameter, not a
  *     constant or a value computed from constants only, not returned by a call of another

@@ -57,7 +57,10 @@ struct MemoryPlanModel::Event {
   /*! \brief kAllocate: the tokens of the outputs (one, for an in-place candidate). */
   std::vector<int> outputs;
   int candidate = -1;
-  /*! \brief In place: the token the output shares (resolved through earlier in-place steps). */
+  /*!
+   * \brief In place: the token the output shares (resolved through earlier in-place steps), or
+   *        -1 when the reused tensor is not one the planner manages (then neither is the output).
+   */
   int source = -1;
   bool always_in_place = false;
 };
@@ -137,7 +140,7 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
           return;
         }
         leaves(result, &event.outputs);
-        if (event.candidate >= 0 && (event.source < 0 || event.outputs.size() != 1)) {
+        if (event.candidate >= 0 && event.outputs.size() != 1) {
           event.candidate = -1;  // not a single tensor: the pass never rewrites it
         }
         env[step.var] = result;
@@ -163,16 +166,18 @@ MemoryPlanModel::~MemoryPlanModel() = default;
 std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_place) const {
   if (!valid_) return std::nullopt;
   size_t n = tokens_.size();
-  // An in-place output is the token of its source (itself maybe an in-place output).
+  // An in-place output is the token of its source (itself maybe an in-place output); -1 when
+  // the source is storage the planner does not manage.
   std::vector<int> rep(n);
   for (size_t t = 0; t < n; ++t) rep[t] = static_cast<int>(t);
+  auto resolve = [&](int t) { return t < 0 ? -1 : rep[t]; };
   auto is_in_place = [&](const Event& e) {
     return e.always_in_place ||
            (e.candidate >= 0 && e.candidate < static_cast<int>(in_place.size()) &&
             in_place[e.candidate]);
   };
   for (const Event& e : events_) {
-    if (!e.always_in_place && is_in_place(e)) rep[e.outputs[0]] = rep[e.source];
+    if (!e.always_in_place && is_in_place(e)) rep[e.outputs[0]] = resolve(e.source);
   }
 
   // Stage 1: reference counts over PrimFunc arguments, and tokens left unplanned.
@@ -183,6 +188,7 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
       case PlanStep::Kind::kAllocate:
         for (int read : e.reads) {
           int t = rep[read];
+          if (t < 0) continue;
           // The planner plans one block at a time: a token read in another block is given up.
           if (tokens_[t].block != e.block) planned[t] = 0;
           ++refs[t];
@@ -193,7 +199,9 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
         break;
       case PlanStep::Kind::kOpaque:
       case PlanStep::Kind::kEscape:
-        for (int read : e.reads) planned[rep[read]] = 0;
+        for (int read : e.reads) {
+          if (rep[read] >= 0) planned[rep[read]] = 0;
+        }
         break;
       default:
         break;
@@ -232,7 +240,7 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
     storage_of[t] = storage;
   };
   auto use = [&](int t) {
-    if (!planned[t] || storage_of[t] < 0) return;
+    if (t < 0 || !planned[t] || storage_of[t] < 0) return;
     Storage& storage = storages[storage_of[t]];
     if (--storage.refs == 0) {
       pools[tokens_[t].dtype].emplace(storage.bytes, storage_of[t]);

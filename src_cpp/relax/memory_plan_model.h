@@ -46,7 +46,8 @@ struct PlanStep {
     kEscape,
   };
   Kind kind;
-  /*! \brief The binding block of the step. */
+  /*! \brief The binding block the planner sees the step in (one per SeqExpr after
+   *         ToNonDataflow merges a SeqExpr's blocks). */
   int block = -1;
   /*! \brief The variable the step defines, or null. */
   const Object* var = nullptr;

@@ -94,10 +94,8 @@ const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
     result = builder.Normalize(result);
     BindingBlock emitted = builder.EndBlock();
     std::optional<Call> call_tir = As<Call>(result);
-    if (!emitted.bindings().empty()) {
-      legal->detail = "legalization emits " + std::to_string(emitted.bindings().size()) +
-                      " binding(s) before its result";
-    } else if (!call_tir || !call_tir->IsOp(schema::op::CallTIR)) {
+    legal->prologue_bindings = static_cast<int64_t>(emitted.bindings().size());
+    if (!call_tir || !call_tir->IsOp(schema::op::CallTIR)) {
       legal->detail = "legalizes to `" + TypeKeyOf(result) + "`" +
                       (call_tir ? " calling " + ToString(call_tir->op()) : std::string());
     } else {

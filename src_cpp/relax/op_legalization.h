@@ -40,9 +40,9 @@ struct LegalizedCall {
   enum class Kind {
     /*! \brief The operator has no FLegalize (packed calls, memory ops, closures, ...). */
     kNoLegalization,
-    /*! \brief A single `R.call_tir` to a PrimFunc, with no other binding emitted. */
+    /*! \brief An `R.call_tir` to a PrimFunc (maybe after `prologue_bindings`). */
     kCallTIR,
-    /*! \brief Anything else: a packed call, an expression, extra bindings, an error. */
+    /*! \brief Anything else: a packed call, an expression, an error. */
     kOther,
   };
   Kind kind = Kind::kNoLegalization;
@@ -55,6 +55,8 @@ struct LegalizedCall {
   /*! \brief For kCallTIR: the legalized PrimFunc and its name hint. */
   std::optional<ir::PrimFunc> prim_func;
   std::string prim_func_name;
+  /*! \brief Bindings the legalization emits before its result (e.g. tuple items). */
+  int64_t prologue_bindings = 0;
   /*! \brief For kCallTIR: whether the call passes symbolic shape vars (a third argument). */
   bool has_tir_vars = false;
   /*! \brief For kCallTIR: the PrimFunc only moves data (relax.analysis.has_reshape_pattern). */
