@@ -85,14 +85,16 @@ const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
     return *cache_.emplace(key, std::move(legal)).first->second;
   }
   legal->kind = LegalizedCall::Kind::kOther;
+  // A scratch builder over an empty module: the PrimFunc gets the operator's own name, and
+  // whatever the legalization emits stays out of the user's module.
+  BlockBuilder builder;
+  builder.BeginBlock(/*dataflow=*/true);
+  bool block_open = true;
   try {
-    // A scratch builder over an empty module: the PrimFunc gets the operator's own name, and
-    // whatever the legalization emits stays out of the user's module.
-    BlockBuilder builder;
-    builder.BeginBlock(/*dataflow=*/true);
     ObjectRef result = flegalize.cast<ffi::Function>()(builder.ref(), call.ref()).cast<ObjectRef>();
     result = builder.Normalize(result);
     BindingBlock emitted = builder.EndBlock();
+    block_open = false;
     std::optional<Call> call_tir = As<Call>(result);
     legal->prologue_bindings = static_cast<int64_t>(emitted.bindings().size());
     if (!call_tir || !call_tir->IsOp(schema::op::CallTIR)) {
@@ -115,6 +117,7 @@ const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
     }
   } catch (const ffi::Error& error) {
     legal->detail = std::string("legalization failed: ") + error.message();
+    if (block_open) builder.EndBlock();
   }
   return *cache_.emplace(key, std::move(legal)).first->second;
 }

@@ -139,17 +139,21 @@ def assert_same_relax_results(
     shape_vars: dict[str, int] | None = None,
     low=-2.0,
     high=2.0,
+    inputs: list | None = None,
+    vms: tuple | None = None,
 ) -> list[np.ndarray]:
     """Check a Relax rewrite end to end: ``after`` is well-formed, and both modules, compiled
-    for ``llvm`` and run ``runs`` times on fresh copies of the same random inputs, leave the
-    inputs unchanged and give bit-identical outputs every time (a constant or an input
-    overwritten in place would change a later run). Returns the outputs."""
+    for ``llvm`` and run ``runs`` times on fresh copies of the same inputs (``inputs``, or
+    random ones from ``seed``), leave the inputs unchanged and give bit-identical outputs every
+    time (a constant or an input overwritten in place would change a later run). ``vms``
+    reuses already compiled ``(before, after)`` VMs (see ``relax_vm``). Returns the outputs."""
     tvm.relax.analysis.well_formed(after)
-    inputs = relax_inputs(before[func_name], seed, shape_vars=shape_vars, low=low, high=high)
+    if inputs is None:
+        inputs = relax_inputs(before[func_name], seed, shape_vars=shape_vars, low=low, high=high)
     originals = _to_numpy(tuple(inputs))
     expected = None
-    for name, mod in (("before", before), ("after", after)):
-        vm = relax_vm(mod)
+    for index, (name, mod) in enumerate((("before", before), ("after", after))):
+        vm = vms[index] if vms else relax_vm(mod)
         for run in range(runs):
             outputs, inputs_after = run_relax(vm, func_name, inputs)
             _assert_all_equal(inputs_after, originals, f"{name}, run {run}: inputs changed")
@@ -157,3 +161,48 @@ def assert_same_relax_results(
                 expected = outputs
             _assert_all_equal(outputs, expected, f"{name}, run {run}: outputs")
     return expected
+
+
+# ---- memory planning -------------------------------------------------------------------------
+
+_PLANNER = "StaticPlanBlockMemory"
+
+
+def default_build_until_planning() -> list[tvm.transform.Pass]:
+    """TVM's default Relax build sequence, read from the installed wheel's
+    ``tvm.relax.pipeline.default_build_pipeline``, up to and including StaticPlanBlockMemory."""
+    import inspect  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    source = inspect.getsource(tvm.relax.pipeline.default_build_pipeline)
+    passes = []
+    for namespace, name in re.findall(r"\b(backend|transform)\.(\w+)\(\)", source):
+        owner = tvm.relax.backend if namespace == "backend" else tvm.relax.transform
+        passes.append(getattr(owner, name)())
+        if name == _PLANNER:
+            return passes
+    raise RuntimeError(f"{_PLANNER} is not in tvm.relax.pipeline.default_build_pipeline")
+
+
+def planned_bytes(mod: tvm.IRModule, target: str = "llvm") -> tuple[int, int]:
+    """``(storage, outputs)`` bytes a module allocates after TVM's default build up to memory
+    planning: ``R.memory.alloc_storage`` (planned storage) and ``R.builtin.alloc_tensor``
+    (tensors the planner leaves alone, such as the function's outputs)."""
+    with tvm.target.Target(target):
+        planned = tvm.transform.Sequential(default_build_until_planning())(mod)
+    storage = outputs = 0
+
+    def visit(node):
+        nonlocal storage, outputs
+        if not (isinstance(node, tvm.relax.Call) and isinstance(node.op, tvm.ir.Op)):
+            return
+        if node.op.name == "relax.memory.alloc_storage":
+            storage += int(node.args[0].values[0])
+        elif node.op.name == "relax.builtin.alloc_tensor":
+            elements = int(np.prod([int(v) for v in node.args[0].values]))
+            outputs += elements * tvm.runtime.DataType(node.args[1].value).bits // 8
+
+    for func in planned.functions.values():
+        if isinstance(func, tvm.relax.Function):
+            tvm.relax.analysis.post_order_visit(func, visit)
+    return storage, outputs
