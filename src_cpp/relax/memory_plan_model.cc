@@ -50,8 +50,8 @@ struct MemoryPlanModel::Token {
 
 /*! \brief One step over token ids. */
 struct MemoryPlanModel::Event {
-  PlanStep::Kind kind;
-  int block;
+  PlanStep::Kind kind = PlanStep::Kind::kOpaque;
+  int block = -1;
   /*! \brief kAllocate: tokens read as PrimFunc arguments; kOpaque/kEscape: tokens unplanned. */
   std::vector<int> reads;
   /*! \brief kAllocate: the tokens of the outputs (one, for an in-place candidate). */
@@ -119,7 +119,9 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
   };
 
   for (const PlanStep& step : steps) {
-    Event event{step.kind, step.block};
+    Event event;
+    event.kind = step.kind;
+    event.block = step.block;
     switch (step.kind) {
       case PlanStep::Kind::kAllocate: {
         for (const Object* read : step.reads) leaves(lookup(read), &event.reads);

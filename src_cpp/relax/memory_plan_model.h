@@ -45,7 +45,7 @@ struct PlanStep {
     /*! \brief `reads` reach the function result or an `if`: they are not planned. */
     kEscape,
   };
-  Kind kind;
+  Kind kind = Kind::kOpaque;
   /*! \brief The binding block the planner sees the step in (one per SeqExpr after
    *         ToNonDataflow merges a SeqExpr's blocks). */
   int block = -1;
