@@ -24,7 +24,6 @@ namespace relax {
 using namespace ir;
 using ir::relax::Binding;
 using ir::relax::BindingBlock;
-using ir::relax::BlockBuilder;
 using ir::relax::Function;
 using ir::relax::If;
 using ir::relax::InplaceIndices;
@@ -49,7 +48,7 @@ constexpr const char* kFLegalize = "FLegalize";
 
 std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 
-/*! \brief TVM's op_pattern of a legalized PrimFunc, for messages (relax/op_attr_types.h). */
+/*! \brief TVM's name of an op_pattern (OpPatternKind in relax/op_attr_types.h), for messages. */
 std::string PatternName(int64_t pattern) {
   const char* name = "opaque";
   switch (pattern) {
@@ -66,7 +65,7 @@ std::string PatternName(int64_t pattern) {
       name = "reduction";
       break;
     case 4:
-      name = "reductions feeding an elementwise output";
+      name = "out-elementwise-fusable";
       break;
   }
   return std::string(name) + " (op_pattern=" + std::to_string(pattern) + ")";

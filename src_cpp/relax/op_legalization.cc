@@ -14,23 +14,12 @@ namespace tvm_memplan {
 namespace relax {
 
 using namespace ir;
-using ir::relax::Binding;
 using ir::relax::BindingBlock;
 using ir::relax::BlockBuilder;
 using ir::relax::Function;
-using ir::relax::If;
-using ir::relax::InplaceIndices;
-using ir::relax::IsConstant;
-using ir::relax::IsExternFunc;
-using ir::relax::IsGlobalVar;
 using ir::relax::IsVar;
 using ir::relax::OpAttr;
-using ir::relax::SameShapeAndDType;
-using ir::relax::SeqExpr;
-using ir::relax::TensorType;
 using ir::relax::Tuple;
-using ir::relax::TupleGetItem;
-using ir::relax::TupleType;
 using ir::relax::TypeOf;
 
 namespace {
