@@ -22,6 +22,22 @@ namespace {
 std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 
 /*!
+ * \brief Whether `input` can stand for `output`: the same type, or default row-major layouts of
+ *        provably equal shapes (`n + n` and `n * 2`) and otherwise the same type.
+ */
+bool SameBufferType(const Buffer& input, const Buffer& output) {
+  if (ffi::StructuralEqual::Equal(input.type(), output.type())) return true;
+  Array<ObjectRef> in_shape = input.shape(), out_shape = output.shape();
+  if (in_shape.size() != out_shape.size()) return false;
+  Analyzer analyzer;
+  for (size_t d = 0; d < in_shape.size(); ++d) {
+    if (!analyzer.CanProveEqual(in_shape[d], out_shape[d])) return false;
+  }
+  std::optional<Buffer> reshaped = input.WithShape(out_shape);
+  return reshaped && ffi::StructuralEqual::Equal(reshaped->type(), output.type());
+}
+
+/*!
  * \brief Whether a PrimFunc may store its output into one of its inputs. Sound for any order
  *        of element updates within the writing block: each element of the output is written by
  *        one block instance that reads the input only at that element; other reads of the
@@ -34,7 +50,7 @@ class InplaceAccessCheck : public ScopedVisitor {
 
   std::optional<std::string> Check(const PrimFunc& func) {
     for (const Buffer& input : inputs_) {
-      if (!ffi::StructuralEqual::Equal(input.type(), output_.type())) {
+      if (!SameBufferType(input, output_)) {
         return "the input and output buffers differ in shape, dtype or layout";
       }
     }

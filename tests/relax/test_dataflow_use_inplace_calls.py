@@ -201,6 +201,34 @@ class TestSymbolicShapes(InplaceCase):
             return b
 
 
+class TestProvablyEqualSymbolicShapes(InplaceCase):
+    """`c` (shape `n + n`) holds the result of `add` (shape `n * 2`): the analyzer proves the
+    extents equal, in the Relax types and in the legalized PrimFunc's buffers. `a` is returned,
+    so `c` is the only candidate."""
+
+    run = {"shape_vars": {"n": 3}}
+
+    @I.ir_module
+    class before:
+        @R.function
+        def main(x: R.Tensor(("n",), "float32"), y: R.Tensor(("n",), "float32")):
+            n = T.int64()
+            with R.dataflow():
+                a = R.concat((x, x), axis=0)
+                b = R.exp(R.concat((y, y), axis=0))
+                c = R.match_cast(b, R.Tensor((n + n,), "float32"))
+                d = R.add(a, c)
+                R.output(a, d)
+            return (a, d)
+
+    def test_ir(self):
+        main = self.after()["main"]
+        d = main.body.blocks[0].bindings[-1].value
+        assert d.op.name == "relax.call_tir_inplace"
+        assert [int(i) for i in d.attrs.inplace_indices] == [1]
+        assert _rewritten(self.before)["d"] == "c"
+
+
 def test_keeps_shapes_not_provably_equal():
     """`(a, b)` and `(c, d)` may differ at run time: nothing is rewritten. (TVM itself cannot
     legalize this `add`, so there is nothing to run.)"""
