@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import tvm
 
+from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
 
 __all__ = [
@@ -110,8 +111,6 @@ def inplace_candidates(
     ``mod`` is the module holding ``func``: with it, calls of PrimFuncs and of other Relax
     functions are judged precisely; without it, conservatively.
     """
-    from ..transform import InplaceOptions  # noqa: PLC0415  (transform imports this package)
-
     if not isinstance(func, tvm.relax.Function):
         raise TypeError(
             f"inplace_candidates expects a tvm.relax.Function, got {type(func).__name__}"
