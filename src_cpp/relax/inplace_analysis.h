@@ -29,11 +29,13 @@
  *     returned), views (reshape and every op that legalizes to a copy), call results that may
  *     return an argument, and `if` results;
  *  4. no other argument of the call may share storage with `a` (the legalized PrimFunc
- *     declares its buffers `noalias`), `a` included twice.
+ *     declares its buffers `noalias`); `a` itself passed twice becomes one buffer;
+ *  5. with `memory_aware`, the rewrite does not make StaticPlanBlockMemory plan more bytes
+ *     (relax/memory_plan_model.h).
  *
  * Liveness covers the whole function: bindings inside and outside dataflow blocks, values
- * crossing blocks, and both branches of every `if` (a use anywhere after the binding in
- * program order counts, which over-approximates every path).
+ * crossing blocks, and `if`s (a read counts when it can run after the binding, so a binding
+ * in a then branch is not kept from reusing a value the else branch reads).
  */
 #ifndef TVM_MEMPLAN_RELAX_INPLACE_ANALYSIS_H_
 #define TVM_MEMPLAN_RELAX_INPLACE_ANALYSIS_H_
