@@ -81,6 +81,10 @@ class Call : public NodeView {
   ObjectRef op() const { return schema::field::Call_op.Get<ObjectRef>(ref_); }
   Array<ObjectRef> args() const { return schema::field::Call_args.Get<Array<ObjectRef>>(ref_); }
   Any attrs() const { return schema::field::Call_attrs.Get(ref_); }
+  /*! \brief Type arguments (a Relax call's `ty_args`, e.g. call_tir's output types). */
+  Array<ObjectRef> ty_args() const {
+    return schema::field::Call_ty_args.Get<Array<ObjectRef>>(ref_);
+  }
   /*! \brief The operator name, or "" when the callee is not an ir.Op. */
   std::string op_name() const;
   bool IsOp(const char* name) const { return op_name() == name; }

@@ -36,6 +36,10 @@ ObjectRef MakeModulePass(const char* name, int opt_level, ModuleTransform transf
   return func::MakeModulePass(body, PassInfo(opt_level, name, required)).cast<ObjectRef>();
 }
 
+IRModule ApplyPass(const ObjectRef& pass, const IRModule& mod) {
+  return IRModule(func::RunPass(pass, mod.ref()).cast<ObjectRef>());
+}
+
 std::optional<Any> PassConfigValue(const ObjectRef& pass_context, const char* key) {
   Map<String, Any> config = field::PassContext_config.Get<Map<String, Any>>(pass_context);
   auto it = config.find(String(key));

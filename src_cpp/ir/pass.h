@@ -31,6 +31,9 @@ ObjectRef MakePrimFuncPass(const char* name, int opt_level, PrimFuncTransform tr
 ObjectRef MakeModulePass(const char* name, int opt_level, ModuleTransform transform,
                          const Array<String>& required = {});
 
+/*! \brief Run `pass` (a tvm.transform.Pass) on `mod` under the current PassContext. */
+IRModule ApplyPass(const ObjectRef& pass, const IRModule& mod);
+
 /*! \brief The value of PassContext option `key`, or nullopt when it is not set. */
 std::optional<Any> PassConfigValue(const ObjectRef& pass_context, const char* key);
 

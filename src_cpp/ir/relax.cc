@@ -5,6 +5,10 @@
  */
 #include "ir/relax.h"
 
+#include <tvm/ffi/extra/structural_equal.h>
+
+#include "ir/analyzer.h"
+
 namespace tvm_memplan {
 namespace ir {
 namespace relax {
@@ -21,6 +25,11 @@ SeqExpr SeqExpr::WithBlocks(const Array<ObjectRef>& blocks) const {
 
 BindingBlock BindingBlock::WithBindings(const Array<ObjectRef>& bindings) const {
   return BindingBlock(WithFields(ref_, {{&field::BindingBlock_bindings, bindings}}));
+}
+
+If If::WithBranches(const ObjectRef& true_branch, const ObjectRef& false_branch) const {
+  return If(WithFields(ref_, {{&field::RelaxIf_true_branch, true_branch},
+                              {&field::RelaxIf_false_branch, false_branch}}));
 }
 
 ObjectRef Binding::value() const {
@@ -62,9 +71,83 @@ std::optional<std::vector<int64_t>> TensorType::static_shape() const {
   return dims;
 }
 
+ObjectRef TypeOf(const ObjectRef& expr) { return field::Expr_ty.Get<ObjectRef>(expr); }
+
+bool SameShapeAndDType(const TensorType& a, const TensorType& b) {
+  std::optional<DLDataType> dtype_a = a.dtype(), dtype_b = b.dtype();
+  if (!dtype_a || !dtype_b || *dtype_a != *dtype_b) return false;
+  std::optional<Array<ObjectRef>> shape_a = a.shape(), shape_b = b.shape();
+  if (!shape_a || !shape_b || shape_a->size() != shape_b->size()) return false;
+  if (ffi::StructuralEqual::Equal(*shape_a, *shape_b)) return true;
+  // Symbolic extents: equal when the analyzer proves it (`n * 2` and `2 * n`).
+  Analyzer analyzer;
+  for (size_t i = 0; i < shape_a->size(); ++i) {
+    if (!analyzer.CanProveEqual((*shape_a)[i], (*shape_b)[i])) return false;
+  }
+  return true;
+}
+
+ObjectRef MakeTuple(const Array<ObjectRef>& fields) {
+  return func::MakeTuple(fields, nullptr).cast<ObjectRef>();
+}
+
+std::vector<int64_t> InplaceIndices(const Call& call) {
+  std::vector<int64_t> indices;
+  Any attrs = call.attrs();
+  if (attrs == nullptr || !type::CallTIRInplaceAttrs.IsInstance(attrs)) return indices;
+  for (int64_t index :
+       field::CallTIRInplaceAttrs_inplace_indices.Get<Array<int64_t>>(attrs.cast<ObjectRef>())) {
+    indices.push_back(index);
+  }
+  return indices;
+}
+
+ObjectRef MakeCallTIRInplace(const ObjectRef& prim_func_var, const Tuple& args,
+                             const std::vector<int64_t>& indices,
+                             const Array<ObjectRef>& out_types) {
+  Array<int64_t> index_array(indices.begin(), indices.end());
+  return func::MakeCallTIRInplace(prim_func_var, args.ref(), index_array, out_types)
+      .cast<ObjectRef>();
+}
+
+Any OpAttr(const ObjectRef& op, const char* key) { return func::OpGetAttr(op, String(key)); }
+
+BlockBuilder::BlockBuilder(const ObjectRef& context)
+    : self_(func::BlockBuilderCreate(context.defined() ? Any(context) : Any()).cast<ObjectRef>()) {}
+
+void BlockBuilder::BeginBlock(bool dataflow) {
+  if (dataflow) {
+    func::BlockBuilderBeginDataflowBlock(self_);
+  } else {
+    func::BlockBuilderBeginBindingBlock(self_);
+  }
+}
+
+BindingBlock BlockBuilder::EndBlock() {
+  return BindingBlock(func::BlockBuilderEndBlock(self_).cast<ObjectRef>());
+}
+
+ObjectRef BlockBuilder::Normalize(const ObjectRef& expr) {
+  return func::BlockBuilderNormalize(self_, expr).cast<ObjectRef>();
+}
+
+ObjectRef BlockBuilder::AddFunction(const ObjectRef& func, const std::string& name_hint) {
+  return func::BlockBuilderAddFunction(self_, func, String(name_hint)).cast<ObjectRef>();
+}
+
+IRModule BlockBuilder::ContextModule() const {
+  return IRModule(func::BlockBuilderGetContextIRModule(self_).cast<ObjectRef>());
+}
+
 bool IsVar(const ObjectRef& expr) { return type::Var.IsInstance(expr); }
 
 bool IsConstant(const ObjectRef& expr) { return type::Constant.IsInstance(expr); }
+
+bool IsDataflowVar(const ObjectRef& expr) { return type::DataflowVar.IsInstance(expr); }
+
+bool IsGlobalVar(const ObjectRef& expr) { return type::GlobalVar.IsInstance(expr); }
+
+bool IsExternFunc(const ObjectRef& expr) { return type::ExternFunc.IsInstance(expr); }
 
 }  // namespace relax
 }  // namespace ir

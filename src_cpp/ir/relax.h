@@ -30,6 +30,7 @@ class Function : public NodeView {
     return schema::field::RelaxFunction_params.Get<Array<ObjectRef>>(ref_);
   }
   ObjectRef body() const { return schema::field::RelaxFunction_body.Get<ObjectRef>(ref_); }
+  bool is_pure() const { return schema::field::RelaxFunction_is_pure.Get<bool>(ref_); }
   Function WithBody(const ObjectRef& body) const;
 };
 
@@ -63,6 +64,17 @@ class Binding : public NodeView {
   Binding WithValue(const ObjectRef& value) const;
 };
 
+/*! \brief relax.If: `if cond: true_branch else: false_branch`, each branch a SeqExpr. */
+class If : public NodeView {
+  TVM_MEMPLAN_VIEW(If, schema::type::RelaxIf)
+  ObjectRef cond() const { return schema::field::RelaxIf_cond.Get<ObjectRef>(ref_); }
+  ObjectRef true_branch() const { return schema::field::RelaxIf_true_branch.Get<ObjectRef>(ref_); }
+  ObjectRef false_branch() const {
+    return schema::field::RelaxIf_false_branch.Get<ObjectRef>(ref_);
+  }
+  If WithBranches(const ObjectRef& true_branch, const ObjectRef& false_branch) const;
+};
+
 class Tuple : public NodeView {
   TVM_MEMPLAN_VIEW(Tuple, schema::type::Tuple)
   Array<ObjectRef> fields() const {
@@ -87,10 +99,76 @@ class TensorType : public NodeView {
   std::optional<std::vector<int64_t>> static_shape() const;
 };
 
+/*! \brief ir.TupleType: the type of a tuple value. */
+class TupleType : public NodeView {
+  TVM_MEMPLAN_VIEW(TupleType, schema::type::TupleType)
+  Array<ObjectRef> fields() const {
+    return schema::field::TupleType_fields.Get<Array<ObjectRef>>(ref_);
+  }
+};
+
+/*! \brief The type of a Relax expression (its `ty` field). */
+ObjectRef TypeOf(const ObjectRef& expr);
+
+/*! \brief Whether two tensor types have the same known dtype and provably equal known shapes. */
+bool SameShapeAndDType(const TensorType& a, const TensorType& b);
+
+/*! \brief A tuple expression `(fields...)`, not yet normalized. */
+ObjectRef MakeTuple(const Array<ObjectRef>& fields);
+
+/*! \brief `inplace_indices` of a `relax.call_tir_inplace` call: output i aliases argument
+ *         `indices[i]` of the argument tuple (-1: a fresh output). */
+std::vector<int64_t> InplaceIndices(const Call& call);
+
+/*!
+ * \brief `R.call_tir_inplace(prim_func, args, inplace_indices=indices, out_ty=out_types)`,
+ *        not yet normalized.
+ */
+ObjectRef MakeCallTIRInplace(const ObjectRef& prim_func_var, const Tuple& args,
+                             const std::vector<int64_t>& indices,
+                             const Array<ObjectRef>& out_types);
+
+/*! \brief An operator attribute (`ir.OpGetAttr`), or None when the operator does not set it. */
+Any OpAttr(const ObjectRef& op, const char* key);
+
+/*!
+ * \brief A relax.BlockBuilder: normalizes expressions, collects emitted bindings and adds
+ *        functions (deduplicated, with unique names) to its context module.
+ *
+ * \code
+ *   BlockBuilder builder(module);
+ *   builder.BeginBlock(/\*dataflow=*\/true);
+ *   ObjectRef legal = flegalize(builder.ref(), call);     // may emit bindings
+ *   BindingBlock emitted = builder.EndBlock();
+ *   ObjectRef gv = builder.AddFunction(prim_func, "add_inplace");
+ * \endcode
+ */
+class BlockBuilder {
+ public:
+  /*! \brief A builder over `context` (an ir.IRModule), or over an empty module when null. */
+  explicit BlockBuilder(const ObjectRef& context = ObjectRef());
+  const ObjectRef& ref() const { return self_; }
+  void BeginBlock(bool dataflow);
+  BindingBlock EndBlock();
+  ObjectRef Normalize(const ObjectRef& expr);
+  /*! \brief The GlobalVar of `func` in the context module (an existing one if equal). */
+  ObjectRef AddFunction(const ObjectRef& func, const std::string& name_hint);
+  IRModule ContextModule() const;
+
+ private:
+  ObjectRef self_;
+};
+
 /*! \brief Whether `expr` is a Relax variable (relax Var or DataflowVar). */
 bool IsVar(const ObjectRef& expr);
 /*! \brief Whether `expr` is a constant (R.const builds an ir.GenericConst). */
 bool IsConstant(const ObjectRef& expr);
+/*! \brief Whether `expr` is a relax.DataflowVar (a var local to its dataflow block). */
+bool IsDataflowVar(const ObjectRef& expr);
+/*! \brief Whether `expr` is an ir.GlobalVar (a function of the module). */
+bool IsGlobalVar(const ObjectRef& expr);
+/*! \brief Whether `expr` is a relax.ExternFunc (a packed function called by name). */
+bool IsExternFunc(const ObjectRef& expr);
 
 }  // namespace relax
 }  // namespace ir

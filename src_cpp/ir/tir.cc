@@ -177,6 +177,12 @@ PrimFunc PrimFunc::WithBody(const ObjectRef& body) const {
   return PrimFunc(WithFields(ref_, {{&field::PrimFunc_body, body}}));
 }
 
+PrimFunc PrimFunc::WithParamsAndBody(const Array<ObjectRef>& params, const ObjectRef& body) const {
+  return PrimFunc(func::MakePrimFunc(params, body, field::PrimFunc_ret_type.Get(ref_),
+                                     field::BaseFunc_attrs.Get(ref_), field::Expr_span.Get(ref_))
+                      .cast<ObjectRef>());
+}
+
 std::string PrimFunc::global_symbol() const {
   std::optional<Any> symbol = FuncAttr(ref_, "global_symbol");
   if (!symbol) return "";

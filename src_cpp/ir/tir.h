@@ -64,6 +64,11 @@ class PrimFunc : public NodeView {
   }
   ObjectRef body() const { return schema::field::PrimFunc_body.Get<ObjectRef>(ref_); }
   PrimFunc WithBody(const ObjectRef& body) const;
+  /*!
+   * \brief A function with other parameters and body, same attributes and return type (built
+   *        by the constructor, which recomputes the function's type from the parameters).
+   */
+  PrimFunc WithParamsAndBody(const Array<ObjectRef>& params, const ObjectRef& body) const;
   /*! \brief The `global_symbol` attribute, or "". */
   std::string global_symbol() const;
 };

@@ -6,9 +6,16 @@ from dataclasses import dataclass
 
 import tvm
 
+from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
 
-__all__ = ["Allocation", "allocation_summary", "total_bytes"]
+__all__ = [
+    "Allocation",
+    "InplaceCandidate",
+    "allocation_summary",
+    "inplace_candidates",
+    "total_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -72,3 +79,54 @@ def total_bytes(allocations: list[Allocation]) -> int | None:
     """Bytes allocated by the summary (views excluded); None if any allocation is symbolic."""
     sizes = [a.size_bytes for a in allocations if a.allocates]
     return None if any(s is None for s in sizes) else sum(sizes)
+
+
+@dataclass(frozen=True)
+class InplaceCandidate:
+    """The in-place decision for one binding whose value is a call.
+
+    ``inplace`` tells whether DataflowUseInplaceCalls rewrites it; then ``arg_index`` and
+    ``arg`` name the argument whose storage receives the result. ``reason`` says why, or why
+    not (the first refusal of each candidate argument).
+    """
+
+    binding: str
+    op: str | None
+    dataflow: bool
+    inplace: bool
+    arg_index: int | None
+    arg: str | None
+    reason: str
+
+
+def inplace_candidates(
+    func,
+    mod: tvm.IRModule | None = None,
+    *,
+    outside_dataflow: bool = True,
+    memory_aware: bool = True,
+) -> list[InplaceCandidate]:
+    """In-place decisions for every call binding of a Relax function, in program order.
+
+    ``mod`` is the module holding ``func``: with it, calls of PrimFuncs and of other Relax
+    functions are judged precisely; without it, conservatively.
+    """
+    if not isinstance(func, tvm.relax.Function):
+        raise TypeError(
+            f"inplace_candidates expects a tvm.relax.Function, got {type(func).__name__}"
+        )
+    if mod is not None and not isinstance(mod, tvm.IRModule):
+        raise TypeError(f"mod must be a tvm.IRModule, got {type(mod).__name__}")
+    options = InplaceOptions(outside_dataflow=outside_dataflow, memory_aware=memory_aware)
+    return [
+        InplaceCandidate(
+            binding=str(r["binding"]),
+            op=str(r["op"]) or None,
+            dataflow=bool(r["dataflow"]),
+            inplace=bool(r["inplace"]),
+            arg_index=None if r["arg_index"] is None else int(r["arg_index"]),
+            arg=None if r["arg"] is None else str(r["arg"]),
+            reason=str(r["reason"]),
+        )
+        for r in _ffi_api.inplace_candidates(func, mod, options)
+    ]

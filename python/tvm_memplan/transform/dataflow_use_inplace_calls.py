@@ -1,0 +1,64 @@
+"""DataflowUseInplaceCalls v2: a sound, wider drop-in for
+``tvm.relax.transform.DataflowUseInplaceCalls`` (see docs/passes/dataflow_use_inplace_calls.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tvm
+import tvm_ffi
+
+from .. import _lib  # noqa: F401  (registers the options type before it is bound below)
+from . import _ffi_api
+
+
+@tvm_ffi.register_object("tvm_memplan.relax.InplaceOptions")
+class InplaceOptions(tvm_ffi.Object):
+    """Options of DataflowUseInplaceCalls; fields, docs and defaults come from the C++ core
+    (``src_cpp/relax/inplace_analysis.h``)."""
+
+
+def DataflowUseInplaceCalls(
+    *, outside_dataflow: bool = True, memory_aware: bool = True
+) -> tvm.transform.Pass:
+    """Rewrite operator calls whose result can overwrite one of their arguments into
+    ``R.call_tir_inplace`` calls of in-place PrimFuncs. Run it before ``LegalizeOps``.
+
+    Parameters
+    ----------
+    outside_dataflow
+        Also rewrite bindings outside dataflow blocks (the stock pass only rewrites inside).
+    memory_aware
+        Keep only rewrites that do not raise the bytes ``StaticPlanBlockMemory`` plans, judged
+        by a model of its greedy reuse; ``False`` keeps every safe rewrite.
+    """
+    options = InplaceOptions(outside_dataflow=outside_dataflow, memory_aware=memory_aware)
+    return _ffi_api.DataflowUseInplaceCalls(options)
+
+
+@dataclass(frozen=True)
+class InplaceStats:
+    """What one run of DataflowUseInplaceCalls did."""
+
+    functions: int
+    """Relax functions analysed."""
+    call_bindings: int
+    """Bindings whose value is a call."""
+    rewritten: int
+    """Bindings rewritten to ``R.call_tir_inplace``."""
+    prim_funcs_added: int
+    """In-place PrimFuncs added to the module."""
+    signatures_legalized: int
+    """Distinct call signatures legalized to decide."""
+
+
+def use_inplace_calls(
+    mod: tvm.IRModule, *, outside_dataflow: bool = True, memory_aware: bool = True
+) -> tuple[tvm.IRModule, InplaceStats]:
+    """Run DataflowUseInplaceCalls on ``mod`` and also return what it did."""
+    if not isinstance(mod, tvm.IRModule):
+        raise TypeError(f"use_inplace_calls expects a tvm.IRModule, got {type(mod).__name__}")
+    options = InplaceOptions(outside_dataflow=outside_dataflow, memory_aware=memory_aware)
+    new_mod, stats = _ffi_api.use_inplace_calls(mod, options)
+    return new_mod, InplaceStats(**{k: int(v) for k, v in stats.items()})

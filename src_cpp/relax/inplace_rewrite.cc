@@ -1,0 +1,213 @@
+/*!
+ * \file relax/inplace_rewrite.cc
+ * \brief The rewrite: in-place PrimFuncs, call_tir_inplace bindings, the module pass.
+ */
+#include "relax/inplace_rewrite.h"
+
+#include <tvm/ffi/reflection/registry.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/pass.h"
+#include "ir/rewriter.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+using ir::relax::Binding;
+using ir::relax::BindingBlock;
+using ir::relax::BlockBuilder;
+using ir::relax::Function;
+using ir::relax::If;
+using ir::relax::SeqExpr;
+using ir::relax::Tuple;
+
+namespace {
+
+// Function attributes marking functions that later passes compile as a whole: external codegen
+// (BYOC) and kernels made by FuseOps. Their bodies are left to those passes.
+constexpr const char* kCodegenAttr = "Codegen";
+constexpr const char* kPrimitiveAttr = "Primitive";
+
+/*! \brief Replaces binding values inside a function, through `if` branches. */
+class BindingValueReplacer {
+ public:
+  explicit BindingValueReplacer(const std::unordered_map<const Object*, ObjectRef>& values)
+      : values_(values) {}
+
+  Function operator()(const Function& func) const {
+    return func.WithBody(Seq(SeqExpr(func.body(), "Function.body")).ref());
+  }
+
+ private:
+  SeqExpr Seq(const SeqExpr& seq) const {
+    Array<ObjectRef> blocks;
+    for (const ObjectRef& item : seq.blocks()) {
+      BindingBlock block(item);
+      Array<ObjectRef> bindings;
+      for (const ObjectRef& b : block.bindings()) bindings.push_back(Rebind(Binding(b)).ref());
+      blocks.push_back(block.WithBindings(bindings).ref());
+    }
+    return seq.WithBlocks(blocks);
+  }
+
+  Binding Rebind(const Binding& binding) const {
+    auto it = values_.find(binding.get());
+    if (it != values_.end()) return binding.WithValue(it->second);
+    if (std::optional<If> branch = As<If>(binding.value())) {
+      return binding.WithValue(
+          branch->WithBranches(Branch(branch->true_branch()), Branch(branch->false_branch())));
+    }
+    return binding;
+  }
+
+  ObjectRef Branch(const ObjectRef& branch) const {
+    std::optional<SeqExpr> seq = As<SeqExpr>(branch);
+    return seq ? Seq(*seq).ref() : branch;
+  }
+
+  const std::unordered_map<const Object*, ObjectRef>& values_;
+};
+
+/*!
+ * \brief `prim_func` writing its output into its parameter `inputs[0]`: the output (last)
+ *        parameter and the other `inputs` (the same tensor passed again) are removed and
+ *        every use of them is redirected to `inputs[0]`.
+ */
+PrimFunc MakeInplacePrimFunc(const PrimFunc& prim_func, const std::vector<int64_t>& inputs) {
+  Array<ObjectRef> params = prim_func.params();
+  const ObjectRef& target = params[inputs[0]];
+  Rewriter redirect;
+  redirect.RemapVar(params[params.size() - 1], target);
+  for (size_t k = 1; k < inputs.size(); ++k) redirect.RemapVar(params[inputs[k]], target);
+  Array<ObjectRef> kept;
+  for (size_t p = 0; p + 1 < params.size(); ++p) {
+    if (std::find(inputs.begin() + 1, inputs.end(), static_cast<int64_t>(p)) == inputs.end()) {
+      kept.push_back(params[p]);
+    }
+  }
+  return prim_func.WithParamsAndBody(kept, redirect(prim_func.body()));
+}
+
+/*! \brief The call_tir argument tuple without the repeated positions `inputs[1:]`. */
+Tuple DropRepeatedArgs(const Tuple& args, const std::vector<int64_t>& inputs) {
+  Array<ObjectRef> fields;
+  Array<ObjectRef> all = args.fields();
+  for (size_t p = 0; p < all.size(); ++p) {
+    if (std::find(inputs.begin() + 1, inputs.end(), static_cast<int64_t>(p)) == inputs.end()) {
+      fields.push_back(all[p]);
+    }
+  }
+  return Tuple(ir::relax::MakeTuple(fields));
+}
+
+class Rewrite {
+ public:
+  Rewrite(const IRModule& mod, const InplaceOptionsObj& options)
+      : mod_(mod), options_(options), builder_(mod.ref()) {}
+
+  InplaceRewriteResult Run() {
+    // Name order, so that the names of added PrimFuncs do not depend on map iteration.
+    std::vector<std::pair<std::string, ObjectRef>> functions;
+    for (const auto& [gv, func] : mod_.functions()) {
+      if (Is<Function>(func) && !FuncAttr(func, kCodegenAttr) && !FuncAttr(func, kPrimitiveAttr)) {
+        functions.emplace_back(GlobalVarName(gv), gv);
+      }
+    }
+    std::sort(functions.begin(), functions.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    Map<ObjectRef, ObjectRef> rewritten;
+    for (const auto& [name, gv] : functions) {
+      Function func(mod_.functions().at(gv));
+      ++stats_.functions;
+      if (std::optional<Function> updated = RewriteFunction(func))
+        rewritten.Set(gv, updated->ref());
+    }
+    stats_.signatures_legalized = static_cast<int64_t>(context_.legalizer().num_legalized());
+    if (rewritten.empty()) return {mod_, stats_};
+    Map<ObjectRef, ObjectRef> result = builder_.ContextModule().functions();
+    for (const auto& [gv, func] : rewritten) result.Set(gv, func);
+    return {mod_.WithFunctions(result), stats_};
+  }
+
+ private:
+  std::optional<Function> RewriteFunction(const Function& func) {
+    std::unordered_map<const Object*, ObjectRef> values;
+    for (const InplaceDecision& decision : AnalyzeInplace(func, mod_.ref(), options_, &context_)) {
+      ++stats_.call_bindings;
+      if (!decision.inplace) continue;
+      Call call_tir(decision.call_tir);
+      const std::vector<int64_t>& inputs = decision.tuple_indices;
+      Tuple args(call_tir.args()[1], "call_tir args");
+      if (inputs.size() > 1) args = DropRepeatedArgs(args, inputs);
+      ObjectRef call = ir::relax::MakeCallTIRInplace(InplacePrimFunc(decision), args, {inputs[0]},
+                                                     call_tir.ty_args());
+      values[decision.binding.get()] = builder_.Normalize(call);
+      ++stats_.rewritten;
+    }
+    if (values.empty()) return std::nullopt;
+    return BindingValueReplacer(values)(func);
+  }
+
+  /*! \brief The GlobalVar of the in-place variant of a decision's PrimFunc (added once). */
+  ObjectRef InplacePrimFunc(const InplaceDecision& decision) {
+    auto key = std::make_pair(decision.prim_func->get(), decision.tuple_indices);
+    auto it = prim_funcs_.find(key);
+    if (it != prim_funcs_.end()) return it->second;
+    size_t before = builder_.ContextModule().functions().size();
+    ObjectRef gv =
+        builder_.AddFunction(MakeInplacePrimFunc(*decision.prim_func, decision.tuple_indices).ref(),
+                             decision.prim_func_name + "_inplace");
+    if (builder_.ContextModule().functions().size() > before) ++stats_.prim_funcs_added;
+    keep_alive_.push_back(decision.prim_func->ref());
+    return prim_funcs_.emplace(key, gv).first->second;
+  }
+
+  IRModule mod_;
+  const InplaceOptionsObj& options_;
+  BlockBuilder builder_;
+  InplaceContext context_;
+  InplaceStats stats_;
+  std::map<std::pair<const Object*, std::vector<int64_t>>, ObjectRef> prim_funcs_;
+  std::vector<ObjectRef> keep_alive_;  // PrimFuncs keyed by address in prim_funcs_
+};
+
+Map<String, Any> StatsToFFI(const InplaceStats& stats) {
+  Map<String, Any> out;
+  out.Set("functions", stats.functions);
+  out.Set("call_bindings", stats.call_bindings);
+  out.Set("rewritten", stats.rewritten);
+  out.Set("prim_funcs_added", stats.prim_funcs_added);
+  out.Set("signatures_legalized", stats.signatures_legalized);
+  return out;
+}
+
+}  // namespace
+
+InplaceRewriteResult UseInplaceCalls(const IRModule& mod, const InplaceOptionsObj& options) {
+  return Rewrite(mod, options).Run();
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  tvm::ffi::reflection::GlobalDef()
+      .def("tvm_memplan.transform.DataflowUseInplaceCalls",
+           [](InplaceOptions options) {
+             return MakeModulePass("tvm_memplan.DataflowUseInplaceCalls", 0,
+                                   [options](IRModule mod, ObjectRef) {
+                                     return UseInplaceCalls(mod, *options.get()).mod;
+                                   });
+           })
+      .def("tvm_memplan.transform.use_inplace_calls", [](ObjectRef mod, InplaceOptions options) {
+        InplaceRewriteResult result =
+            UseInplaceCalls(IRModule(mod, "use_inplace_calls"), *options.get());
+        return Array<Any>{result.mod.ref(), StatsToFFI(result.stats)};
+      });
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

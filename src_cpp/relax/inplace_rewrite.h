@@ -1,0 +1,54 @@
+/*!
+ * \file relax/inplace_rewrite.h
+ * \brief DataflowUseInplaceCalls v2: every operator call that the in-place analysis proves
+ *        safe becomes a `call_tir_inplace` of an in-place copy of its legalized PrimFunc.
+ *
+ * \code
+ *   # before                                # after
+ *   b = R.exp(a)                            b = R.call_tir_inplace(cls.exp_inplace, (a,),
+ *                                               out_ty=R.Tensor((4,), "float32"),
+ *                                               inplace_indices=[0])
+ *                                           @T.prim_func(private=True)
+ *                                           def exp_inplace(a: T.Buffer((4,), "float32")):
+ *                                               ... a[v0] = T.exp(a[v0])
+ * \endcode
+ *
+ * The in-place PrimFunc is the operator's legalization with the output parameter removed and
+ * every use of it redirected to the reused input, named `<legalized name>_inplace` (equal
+ * functions are shared). The pass must run before LegalizeOps; bindings that the analysis
+ * refuses are left exactly as they were (relax/inplace_analysis.h states the rules).
+ */
+#ifndef TVM_MEMPLAN_RELAX_INPLACE_REWRITE_H_
+#define TVM_MEMPLAN_RELAX_INPLACE_REWRITE_H_
+
+#include "relax/inplace_analysis.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+/*! \brief What one run of the rewrite did. */
+struct InplaceStats {
+  /*! \brief Relax functions analysed (functions for external codegen or fused kernels are not). */
+  int64_t functions = 0;
+  /*! \brief Bindings whose value is a call. */
+  int64_t call_bindings = 0;
+  /*! \brief Bindings rewritten to call_tir_inplace. */
+  int64_t rewritten = 0;
+  /*! \brief In-place PrimFuncs added to the module. */
+  int64_t prim_funcs_added = 0;
+  /*! \brief Distinct call signatures legalized. */
+  int64_t signatures_legalized = 0;
+};
+
+struct InplaceRewriteResult {
+  ir::IRModule mod;
+  InplaceStats stats;
+};
+
+/*! \brief Rewrite every Relax function of `mod`; `mod` itself is not modified. */
+InplaceRewriteResult UseInplaceCalls(const ir::IRModule& mod, const InplaceOptionsObj& options);
+
+}  // namespace relax
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_RELAX_INPLACE_REWRITE_H_

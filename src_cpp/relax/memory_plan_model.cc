@@ -1,0 +1,274 @@
+/*!
+ * \file relax/memory_plan_model.cc
+ * \brief The StaticPlanBlockMemory model. The steps are compiled once into flat arrays of
+ *        token ids, so that each TotalBytes query (the in-place pass makes one per candidate,
+ *        and a few more) is a linear scan: token creation and reference counting, then greedy
+ *        reuse in program order, as in TVM's static_plan_block_memory.cc.
+ */
+#include "relax/memory_plan_model.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_map>
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+
+namespace {
+
+// StaticPlanBlockMemory reuses a free token whose size is within this factor of the request.
+constexpr int64_t kMatchRange = 16;
+
+/*! \brief The tokens of a value, with its tuple structure. */
+struct TokenTree {
+  int token = -1;
+  std::shared_ptr<const std::vector<TokenTree>> fields;
+};
+
+template <typename F>
+void ForEachToken(const TokenTree& tree, const F& f) {
+  if (tree.token >= 0) f(tree.token);
+  if (tree.fields) {
+    for (const TokenTree& field : *tree.fields) ForEachToken(field, f);
+  }
+}
+
+using DTypeKey = std::tuple<uint8_t, uint8_t, uint16_t>;
+
+}  // namespace
+
+/*! \brief A storage token of the planner's input: one `builtin.alloc_tensor`. */
+struct MemoryPlanModel::Token {
+  int64_t bytes;
+  int dtype;
+  int block;
+};
+
+/*! \brief One step over token ids. */
+struct MemoryPlanModel::Event {
+  PlanStep::Kind kind = PlanStep::Kind::kOpaque;
+  int block = -1;
+  /*! \brief kAllocate: tokens read as PrimFunc arguments; kOpaque/kEscape: tokens unplanned. */
+  std::vector<int> reads;
+  /*! \brief kAllocate: the tokens of the outputs (one, for an in-place candidate). */
+  std::vector<int> outputs;
+  int candidate = -1;
+  /*!
+   * \brief In place: the token the output shares (resolved through earlier in-place steps), or
+   *        -1 when the reused tensor is not one the planner manages (then neither is the output).
+   */
+  int source = -1;
+  bool always_in_place = false;
+};
+
+MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
+  std::unordered_map<const Object*, TokenTree> env;
+  std::map<DTypeKey, int> dtypes;
+  auto lookup = [&](const Object* var) {
+    auto it = env.find(var);
+    return it == env.end() ? TokenTree() : it->second;
+  };
+  std::function<TokenTree(const ObjectRef&)> eval = [&](const ObjectRef& expr) -> TokenTree {
+    if (!expr.defined()) return {};
+    if (ir::relax::IsVar(expr)) return lookup(expr.get());
+    if (std::optional<ir::relax::Tuple> tuple = As<ir::relax::Tuple>(expr)) {
+      auto fields = std::make_shared<std::vector<TokenTree>>();
+      for (const ObjectRef& field : tuple->fields()) fields->push_back(eval(field));
+      return TokenTree{-1, std::move(fields)};
+    }
+    if (std::optional<ir::relax::TupleGetItem> get = As<ir::relax::TupleGetItem>(expr)) {
+      TokenTree tuple = eval(get->tuple());
+      int64_t index = get->index();
+      if (tuple.fields && index >= 0 && index < static_cast<int64_t>(tuple.fields->size())) {
+        return (*tuple.fields)[index];
+      }
+    }
+    return {};  // constants, shapes: no storage the planner manages
+  };
+  // New tokens for a result of `type`; false when a size is symbolic.
+  std::function<bool(const ObjectRef&, int, TokenTree*)> make_tokens =
+      [&](const ObjectRef& type, int block, TokenTree* tree) -> bool {
+    if (std::optional<ir::relax::TupleType> tuple = As<ir::relax::TupleType>(type)) {
+      auto fields = std::make_shared<std::vector<TokenTree>>();
+      for (const ObjectRef& field : tuple->fields()) {
+        fields->emplace_back();
+        if (!make_tokens(field, block, &fields->back())) return false;
+      }
+      tree->fields = std::move(fields);
+      return true;
+    }
+    std::optional<ir::relax::TensorType> tensor = As<ir::relax::TensorType>(type);
+    if (!tensor) return true;  // not a tensor: nothing allocated
+    std::optional<std::vector<int64_t>> shape = tensor->static_shape();
+    std::optional<DLDataType> dtype = tensor->dtype();
+    if (!shape || !dtype) return false;
+    int64_t bytes = DTypeBytes(*dtype);
+    for (int64_t extent : *shape) bytes *= extent;
+    DTypeKey key{dtype->code, dtype->bits, dtype->lanes};
+    int dtype_id = dtypes.emplace(key, static_cast<int>(dtypes.size())).first->second;
+    tokens_.push_back(Token{bytes, dtype_id, block});
+    tree->token = static_cast<int>(tokens_.size() - 1);
+    return true;
+  };
+  auto leaves = [](const TokenTree& tree, std::vector<int>* out) {
+    ForEachToken(tree, [&](int t) { out->push_back(t); });
+  };
+
+  for (const PlanStep& step : steps) {
+    Event event;
+    event.kind = step.kind;
+    event.block = step.block;
+    switch (step.kind) {
+      case PlanStep::Kind::kAllocate: {
+        for (const Object* read : step.reads) leaves(lookup(read), &event.reads);
+        event.candidate = step.candidate;
+        if (step.inplace_source) {
+          std::vector<int> source;
+          leaves(lookup(step.inplace_source), &source);
+          if (source.size() == 1) event.source = source[0];
+          event.always_in_place = step.candidate < 0;
+        }
+        if (event.always_in_place) {
+          env[step.var] = lookup(step.inplace_source);
+          break;
+        }
+        TokenTree result;
+        if (!make_tokens(step.type, step.block, &result)) {
+          valid_ = false;
+          return;
+        }
+        leaves(result, &event.outputs);
+        if (event.candidate >= 0 && event.outputs.size() != 1) {
+          event.candidate = -1;  // not a single tensor: the pass never rewrites it
+        }
+        env[step.var] = result;
+        break;
+      }
+      case PlanStep::Kind::kView:
+      case PlanStep::Kind::kAlias:
+        env[step.var] = eval(step.value);
+        break;
+      case PlanStep::Kind::kOpaque:
+      case PlanStep::Kind::kEscape:
+        for (const Object* read : step.reads) leaves(lookup(read), &event.reads);
+        if (step.var) env[step.var] = TokenTree();
+        break;
+    }
+    events_.push_back(std::move(event));
+  }
+  num_dtypes_ = static_cast<int>(dtypes.size());
+}
+
+MemoryPlanModel::~MemoryPlanModel() = default;
+
+std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_place) const {
+  if (!valid_) return std::nullopt;
+  size_t n = tokens_.size();
+  // An in-place output is the token of its source (itself maybe an in-place output); -1 when
+  // the source is storage the planner does not manage.
+  std::vector<int> rep(n);
+  for (size_t t = 0; t < n; ++t) rep[t] = static_cast<int>(t);
+  auto resolve = [&](int t) { return t < 0 ? -1 : rep[t]; };
+  auto is_in_place = [&](const Event& e) {
+    return e.always_in_place ||
+           (e.candidate >= 0 && e.candidate < static_cast<int>(in_place.size()) &&
+            in_place[e.candidate]);
+  };
+  for (const Event& e : events_) {
+    if (!e.always_in_place && is_in_place(e)) rep[e.outputs[0]] = resolve(e.source);
+  }
+
+  // Stage 1: reference counts over PrimFunc arguments, and tokens left unplanned.
+  std::vector<int> refs(n, 0);
+  std::vector<char> planned(n, 1);
+  for (const Event& e : events_) {
+    switch (e.kind) {
+      case PlanStep::Kind::kAllocate:
+        for (int read : e.reads) {
+          int t = rep[read];
+          if (t < 0) continue;
+          // The planner plans one block at a time: a token read in another block is given up.
+          if (tokens_[t].block != e.block) planned[t] = 0;
+          ++refs[t];
+        }
+        if (!is_in_place(e)) {
+          for (int t : e.outputs) ++refs[t];  // the output is an argument of its own call
+        }
+        break;
+      case PlanStep::Kind::kOpaque:
+      case PlanStep::Kind::kEscape:
+        for (int read : e.reads) {
+          if (rep[read] >= 0) planned[rep[read]] = 0;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Stage 2: greedy reuse in program order.
+  struct Storage {
+    int64_t bytes;
+    int refs;
+  };
+  std::vector<Storage> storages;
+  std::vector<int> storage_of(n, -1);
+  std::vector<std::multimap<int64_t, int>> pools(num_dtypes_);
+  int64_t unplanned = 0;
+  auto allocate = [&](int t) {
+    std::multimap<int64_t, int>& pool = pools[tokens_[t].dtype];
+    int64_t bytes = tokens_[t].bytes;
+    auto begin = pool.lower_bound(bytes / kMatchRange);
+    auto mid = pool.lower_bound(bytes);
+    auto end = pool.upper_bound(bytes * kMatchRange);
+    int storage = -1;
+    if (mid != end) {
+      storage = mid->second;
+      pool.erase(mid);
+    } else if (mid != begin) {
+      --mid;
+      storage = mid->second;
+      storages[storage].bytes = bytes;  // grown to fit
+      pool.erase(mid);
+    } else {
+      storages.push_back(Storage{bytes, 0});
+      storage = static_cast<int>(storages.size() - 1);
+    }
+    storages[storage].refs = refs[t];
+    storage_of[t] = storage;
+  };
+  auto use = [&](int t) {
+    if (t < 0 || !planned[t] || storage_of[t] < 0) return;
+    Storage& storage = storages[storage_of[t]];
+    if (--storage.refs == 0) {
+      pools[tokens_[t].dtype].emplace(storage.bytes, storage_of[t]);
+    }
+  };
+  for (const Event& e : events_) {
+    if (e.kind != PlanStep::Kind::kAllocate) continue;
+    bool fresh = !is_in_place(e);
+    if (fresh) {
+      for (int t : e.outputs) {
+        if (planned[t]) {
+          allocate(t);
+        } else {
+          unplanned += tokens_[t].bytes;
+        }
+      }
+    }
+    for (int read : e.reads) use(rep[read]);
+    if (fresh) {
+      for (int t : e.outputs) use(t);
+    }
+  }
+  int64_t total = unplanned;
+  for (const Storage& storage : storages) total += storage.bytes;
+  return total;
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

@@ -1,0 +1,90 @@
+/*!
+ * \file relax/memory_plan_model.h
+ * \brief A model of TVM's StaticPlanBlockMemory: the bytes the default build allocates for a
+ *        Relax function, given which candidate bindings run in place.
+ *
+ * \code
+ *   a = R.add(x, y)       # kAllocate: token t0 (4 KB)
+ *   b = R.exp(a)          # kAllocate, candidate 0: in place -> b shares t0; else token t1
+ *   c = R.reshape(b, s)   # kView: c shares b's token
+ *   return c              # kEscape: the return value's tokens are not planned
+ *   MemoryPlanModel(steps).TotalBytes({true}) == 4096   // t0 alone, allocated for the output
+ * \endcode
+ *
+ * Planning a memory reuse is greedy in TVM, so running a call in place (which never lengthens
+ * the time any byte must be kept) can still make the planner pick a worse fit later. The
+ * in-place pass asks this model before each rewrite. It follows static_plan_block_memory.cc:
+ * one storage token per allocated tensor; tokens that reach the function result, an `if`, a
+ * call the planner cannot see into, or a block other than their own are not planned (each is
+ * then allocated on its own); the others are reference counted over PrimFunc call arguments
+ * and, when a tensor is allocated, reuse the smallest free token of its dtype at least as big
+ * (within 16x), else grow the largest smaller one (within 16x), else take new storage.
+ */
+#ifndef TVM_MEMPLAN_RELAX_MEMORY_PLAN_MODEL_H_
+#define TVM_MEMPLAN_RELAX_MEMORY_PLAN_MODEL_H_
+
+#include <optional>
+#include <vector>
+
+#include "ir/relax.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+/*! \brief One binding (or one read of a value) as the planner sees it after lowering. */
+struct PlanStep {
+  enum class Kind {
+    /*! \brief A PrimFunc call: allocates its outputs, unless it runs in place. */
+    kAllocate,
+    /*! \brief A view of `value` (a var): shares its storage, reads nothing. */
+    kView,
+    /*! \brief `var = value` where value is a var, a tuple or a tuple item: shares storage. */
+    kAlias,
+    /*! \brief A call the planner does not see into: what it reads is not planned. */
+    kOpaque,
+    /*! \brief `reads` reach the function result or an `if`: they are not planned. */
+    kEscape,
+  };
+  Kind kind = Kind::kOpaque;
+  /*! \brief The binding block the planner sees the step in (one per SeqExpr after
+   *         ToNonDataflow merges a SeqExpr's blocks). */
+  int block = -1;
+  /*! \brief The variable the step defines, or null. */
+  const Object* var = nullptr;
+  /*! \brief kAllocate: the result type (a tensor or a tuple of tensors). */
+  ObjectRef type;
+  /*! \brief kView: the viewed variable; kAlias: the bound expression. */
+  ObjectRef value;
+  /*! \brief Variables read as call arguments (kAllocate) or leaving planning. */
+  std::vector<const Object*> reads;
+  /*! \brief kAllocate: the in-place candidate this call is, or -1. */
+  int candidate = -1;
+  /*! \brief kAllocate: the variable the result reuses when in place (or always, when the call
+   *         already is a call_tir_inplace: then candidate is -1). */
+  const Object* inplace_source = nullptr;
+};
+
+class MemoryPlanModel {
+ public:
+  explicit MemoryPlanModel(const std::vector<PlanStep>& steps);
+  ~MemoryPlanModel();
+
+  /*!
+   * \brief Bytes allocated (planned storage plus tensors left unplanned) when exactly the
+   *        candidates marked in `in_place` run in place; nullopt when a size is symbolic.
+   */
+  std::optional<int64_t> TotalBytes(const std::vector<bool>& in_place) const;
+
+ private:
+  struct Token;
+  struct Event;
+  std::vector<Token> tokens_;
+  std::vector<Event> events_;
+  int num_dtypes_ = 0;
+  bool valid_ = true;
+};
+
+}  // namespace relax
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_RELAX_MEMORY_PLAN_MODEL_H_

@@ -1,0 +1,161 @@
+/*!
+ * \file relax/op_legalization.cc
+ * \brief Legalization of single operator calls through the operator's FLegalize, memoized per
+ *        call signature.
+ */
+#include "relax/op_legalization.h"
+
+#include <utility>
+
+#include "ir/pass.h"
+#include "ir/rewriter.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+using ir::relax::BindingBlock;
+using ir::relax::BlockBuilder;
+using ir::relax::Function;
+using ir::relax::IsVar;
+using ir::relax::OpAttr;
+using ir::relax::Tuple;
+using ir::relax::TypeOf;
+
+namespace {
+
+// Operator attribute set by every operator LegalizeOps can lower.
+constexpr const char* kFLegalize = "FLegalize";
+// Function attribute AnnotateTIROpPattern writes on each PrimFunc.
+constexpr const char* kOpPatternAttr = "op_pattern";
+
+/*!
+ * \brief The structural signature of an argument: variables are replaced by their type and the
+ *        position of their first occurrence, so `add(a, a)` and `add(a, b)` differ while two
+ *        calls over different variables of the same types share a signature. `vars` collects
+ *        the variables in that order.
+ */
+Any ArgSignature(const ObjectRef& arg, std::vector<ObjectRef>* vars) {
+  if (IsVar(arg)) {
+    int64_t position = static_cast<int64_t>(vars->size());
+    for (size_t i = 0; i < vars->size(); ++i) {
+      if ((*vars)[i].same_as(arg)) position = static_cast<int64_t>(i);
+    }
+    if (position == static_cast<int64_t>(vars->size())) vars->push_back(arg);
+    return Array<Any>{String("var"), TypeOf(arg), position};
+  }
+  if (std::optional<Tuple> tuple = As<Tuple>(arg)) {
+    Array<Any> fields{String("tuple")};
+    for (const ObjectRef& field : tuple->fields()) fields.push_back(ArgSignature(field, vars));
+    return fields;
+  }
+  return arg;  // constants, shapes, prim values: compared structurally
+}
+
+ffi::StructuralKey CallSignature(const Call& call, std::vector<ObjectRef>* vars) {
+  Array<Any> key{call.op(), call.attrs(), call.ty_args(), TypeOf(call.ref())};
+  for (const ObjectRef& arg : call.args()) key.push_back(ArgSignature(arg, vars));
+  return ffi::StructuralKey(key);
+}
+
+}  // namespace
+
+const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
+  std::vector<ObjectRef> vars;
+  ffi::StructuralKey key = CallSignature(call, &vars);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return *it->second;
+
+  auto legal = std::make_unique<LegalizedCall>();
+  legal->template_call = call.ref();
+  Any flegalize = OpAttr(call.op(), kFLegalize);
+  if (flegalize == nullptr) {
+    legal->kind = LegalizedCall::Kind::kNoLegalization;
+    return *cache_.emplace(key, std::move(legal)).first->second;
+  }
+  legal->kind = LegalizedCall::Kind::kOther;
+  // A scratch builder over an empty module: the PrimFunc gets the operator's own name, and
+  // whatever the legalization emits stays out of the user's module.
+  BlockBuilder builder;
+  builder.BeginBlock(/*dataflow=*/true);
+  bool block_open = true;
+  try {
+    ObjectRef result = flegalize.cast<ffi::Function>()(builder.ref(), call.ref()).cast<ObjectRef>();
+    result = builder.Normalize(result);
+    BindingBlock emitted = builder.EndBlock();
+    block_open = false;
+    std::optional<Call> call_tir = As<Call>(result);
+    legal->prologue_bindings = static_cast<int64_t>(emitted.bindings().size());
+    if (!call_tir || !call_tir->IsOp(schema::op::CallTIR)) {
+      legal->detail = "legalizes to `" + TypeKeyOf(result) + "`" +
+                      (call_tir ? " calling " + ToString(call_tir->op()) : std::string());
+    } else {
+      Array<ObjectRef> args = call_tir->args();
+      Map<ObjectRef, ObjectRef> functions = builder.ContextModule().functions();
+      auto found = functions.find(args[0]);
+      if (found == functions.end() || !Is<PrimFunc>((*found).second)) {
+        legal->detail = "legalized call_tir does not call a PrimFunc";
+      } else {
+        legal->kind = LegalizedCall::Kind::kCallTIR;
+        legal->call_tir = call_tir->ref();
+        legal->prim_func = PrimFunc((*found).second);
+        legal->prim_func_name = GlobalVarName(args[0]);
+        legal->has_tir_vars = args.size() > 2;
+        legal->reshape_pattern = HasReshapePattern(*legal->prim_func);
+      }
+    }
+  } catch (const ffi::Error& error) {
+    legal->detail = std::string("legalization failed: ") + error.message();
+    if (block_open) builder.EndBlock();
+  }
+  return *cache_.emplace(key, std::move(legal)).first->second;
+}
+
+ObjectRef OpLegalizer::Instantiate(const LegalizedCall& legal, const Call& call) const {
+  std::vector<ObjectRef> template_vars, vars;
+  Call template_call(legal.template_call);
+  for (const ObjectRef& arg : template_call.args()) ArgSignature(arg, &template_vars);
+  for (const ObjectRef& arg : call.args()) ArgSignature(arg, &vars);
+  if (template_vars.size() != vars.size()) {
+    TVM_FFI_THROW(InternalError) << "internal error: calls of one signature have "
+                                 << template_vars.size() << " and " << vars.size() << " variables";
+  }
+  Map<ObjectRef, ObjectRef> substitution;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!template_vars[i].same_as(vars[i])) substitution.Set(template_vars[i], vars[i]);
+  }
+  return Substitute(legal.call_tir, substitution);
+}
+
+int64_t OpLegalizer::OpPattern(const LegalizedCall& legal) {
+  if (legal.kind != LegalizedCall::Kind::kCallTIR) return -1;
+  if (legal.op_pattern) return *legal.op_pattern;
+  // AnnotateTIROpPattern is a module pass: run it on a module holding just this PrimFunc.
+  static const ObjectRef annotate = schema::func::AnnotateTIROpPattern().cast<ObjectRef>();
+  ObjectRef gv = Call(legal.call_tir).args()[0];
+  Map<ObjectRef, ObjectRef> functions;
+  functions.Set(gv, legal.prim_func->ref());
+  IRModule single = BlockBuilder().ContextModule().WithFunctions(functions);
+  IRModule annotated = ApplyPass(annotate, single);
+  int64_t pattern = -1;
+  auto found = annotated.functions().find(gv);
+  if (found != annotated.functions().end()) {
+    if (std::optional<Any> value = FuncAttr((*found).second, kOpPatternAttr)) {
+      pattern = value->cast<int64_t>();
+    }
+  }
+  legal.op_pattern = pattern;
+  return pattern;
+}
+
+bool OpLegalizer::HasReshapePattern(const PrimFunc& prim_func) {
+  auto it = reshape_patterns_.find(prim_func.get());
+  if (it != reshape_patterns_.end()) return it->second;
+  bool reshape = schema::func::HasReshapePattern(prim_func.ref()).cast<bool>();
+  keep_alive_.push_back(prim_func.ref());
+  reshape_patterns_.emplace(prim_func.get(), reshape);
+  return reshape;
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

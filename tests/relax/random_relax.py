@@ -1,0 +1,219 @@
+"""Seeded random Relax functions for property tests of the in-place rewrite.
+
+Each function mixes elementwise and broadcasting operators, tuples (nested, indexed, passed to
+concat, returned), views (reshape, expand_dims, squeeze, and copies that RewriteDataflowReshape
+turns into views), constants, several dataflow blocks, bindings outside blocks and `if`s.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import tvm
+from tvm.script import relax as R
+
+UNARY = ["R.tanh", "R.sigmoid", "R.sin", "R.negative", "R.abs", "R.nn.relu", "R.exp", "R.floor"]
+BINARY = ["R.add", "R.subtract", "R.multiply", "R.maximum", "R.minimum"]
+SHAPES = [(4, 8), (8,), (1, 8), ()]
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple | None:
+    if a == b or not b:
+        return a
+    if not a:
+        return b
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
+    out = []
+    for x, y in zip(a, b, strict=True):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def _shape(dims: tuple) -> str:
+    return "(" + "".join(f"{d}, " for d in dims) + ")"
+
+
+@dataclass
+class _Scope:
+    """Tensors and tuples usable at the current point."""
+
+    tensors: dict[str, tuple] = field(default_factory=dict)
+    tuples: dict[str, list] = field(default_factory=dict)  # name -> element shapes (nested)
+
+
+class _Generator:
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        self.lines: list[str] = []
+        self.count = 0
+
+    def fresh(self) -> str:
+        self.count += 1
+        return f"v{self.count}"
+
+    def pick(self, names: list[str]) -> str:
+        """A name, most often one of the latest (chains of operators, as in models)."""
+        if len(names) > 4 and self.rng.random() < 0.7:
+            return self.rng.choice(names[-4:])
+        return self.rng.choice(names)
+
+    def emit(self, indent: int, text: str) -> None:
+        self.lines.append("    " * indent + text)
+
+    def binding(self, scope: _Scope, indent: int, local: _Scope | None = None) -> str | None:
+        """One random binding; returns the var it defines (None if none could be made)."""
+        rng = self.rng
+        visible = _Scope(
+            {**scope.tensors, **(local.tensors if local else {})},
+            {**scope.tuples, **(local.tuples if local else {})},
+        )
+        target = local if local is not None else scope
+        names = list(visible.tensors)
+        name = self.fresh()
+        kind = rng.choices(
+            ["unary", "binary", "tuple", "item", "view", "copy", "const", "concat"],
+            weights=[5, 6, 2, 2, 2, 2, 1, 1],
+        )[0]
+        if kind == "unary":
+            src = self.pick(names)
+            self.emit(indent, f"{name} = {rng.choice(UNARY)}({src})")
+            target.tensors[name] = visible.tensors[src]
+        elif kind == "binary":
+            a = self.pick(names)
+            options = [b for b in names if _broadcast(visible.tensors[a], visible.tensors[b])]
+            b = rng.choice(options)
+            if rng.random() < 0.5:
+                a, b = b, a
+            self.emit(indent, f"{name} = {rng.choice(BINARY)}({a}, {b})")
+            target.tensors[name] = _broadcast(visible.tensors[a], visible.tensors[b])
+        elif kind == "tuple":
+            members = rng.sample(names, k=min(len(names), rng.randint(1, 3)))
+            if visible.tuples and rng.random() < 0.3:
+                inner = rng.choice(list(visible.tuples))
+                members.append(inner)
+            shapes = [visible.tensors.get(m, visible.tuples.get(m)) for m in members]
+            self.emit(indent, f"{name} = ({', '.join(members)},)")
+            target.tuples[name] = shapes
+        elif kind == "item" and visible.tuples:
+            tup = rng.choice(list(visible.tuples))
+            index = rng.randrange(len(visible.tuples[tup]))
+            element = visible.tuples[tup][index]
+            self.emit(indent, f"{name} = {tup}[{index}]")
+            if isinstance(element, list):
+                target.tuples[name] = element
+            else:
+                target.tensors[name] = element
+        elif kind == "view":
+            src = self.pick(names)
+            shape = visible.tensors[src]
+            if shape == (4, 8):
+                self.emit(indent, f"{name} = R.reshape({src}, (32,))")
+                other = self.fresh()
+                self.emit(indent, f"{other} = R.reshape({name}, (4, 8))")
+                target.tensors[other] = (4, 8)
+                return other
+            if shape == (8,):
+                self.emit(indent, f"{name} = R.expand_dims({src}, axis=[0])")
+                target.tensors[name] = (1, 8)
+            elif shape == (1, 8):
+                self.emit(indent, f"{name} = R.squeeze({src}, axis=[0])")
+                target.tensors[name] = (8,)
+            else:
+                return None
+        elif kind == "copy":
+            src = self.pick(names)
+            shape = visible.tensors[src]
+            op = rng.choice(["astype", "broadcast_to", "concat1"])
+            if op == "astype":
+                self.emit(indent, f'{name} = R.astype({src}, "float32")')
+            elif op == "broadcast_to":
+                self.emit(indent, f"{name} = R.broadcast_to({src}, {_shape(shape)})")
+            elif shape:
+                self.emit(indent, f"{name} = R.concat(({src},), axis=0)")
+            else:
+                return None
+            target.tensors[name] = shape
+        elif kind == "const":
+            value = round(rng.uniform(-1, 1), 3)
+            self.emit(indent, f'{name} = R.const({value}, "float32")')
+            target.tensors[name] = ()
+            if rng.random() < 0.5:
+                full = self.fresh()
+                self.emit(indent, f'{full} = R.full((4, 8), {name}, "float32")')
+                target.tensors[full] = (4, 8)
+                return full
+        elif kind == "concat" and visible.tuples:
+            tup = rng.choice(list(visible.tuples))
+            shapes = visible.tuples[tup]
+            if not all(isinstance(s, tuple) and s and s == shapes[0] for s in shapes):
+                return None
+            self.emit(indent, f"{name} = R.concat({tup}, axis=0)")
+            target.tensors[name] = (shapes[0][0] * len(shapes),) + shapes[0][1:]
+        else:
+            return None
+        return name
+
+    def function(self) -> str:
+        rng = self.rng
+        self.emit(0, "@R.function(pure=True)")
+        params = {"x": (4, 8), "y": (8,), "z": (1, 8)}
+        self.emit(
+            0,
+            'def main(x: R.Tensor((4, 8), "float32"), y: R.Tensor((8,), "float32"), '
+            'z: R.Tensor((1, 8), "float32"), c: R.Tensor((), "bool")):',
+        )
+        scope = _Scope(dict(params))
+        for _ in range(rng.randint(2, 4)):
+            segment = rng.choice(["dataflow", "plain", "if"])
+            if segment == "dataflow":
+                self.emit(1, "with R.dataflow():")
+                local = _Scope()
+                made = [self.binding(scope, 2, local) for _ in range(rng.randint(2, 6))]
+                made = [m for m in made if m]
+                if not made:
+                    self.lines.pop()
+                    continue
+                outputs = sorted(set(rng.sample(made, k=rng.randint(1, len(made)))) | {made[-1]})
+                self.emit(2, f"R.output({', '.join(outputs)})")
+                for name in outputs:
+                    if name in local.tensors:
+                        scope.tensors[name] = local.tensors[name]
+                    elif name in local.tuples:
+                        scope.tuples[name] = local.tuples[name]
+            elif segment == "plain":
+                for _ in range(rng.randint(1, 3)):
+                    self.binding(scope, 1)
+            else:
+                # One operator per branch: a branch with intermediate tensors trips a TVM bug
+                # (StaticPlanBlockMemory reuses storage allocated in a branch after the `if`).
+                result = self.fresh()
+                self.emit(1, "if c:")
+                for branch in ("then", "else"):
+                    if branch == "else":
+                        self.emit(1, "else:")
+                    full = [n for n, shape in scope.tensors.items() if shape == (4, 8)]
+                    if rng.random() < 0.5:
+                        value = f"{rng.choice(UNARY)}({rng.choice(full)})"
+                    else:
+                        other = rng.choice(list(scope.tensors))
+                        value = f"{rng.choice(BINARY)}({other}, x)"
+                    self.emit(2, f"{result} = {value}")
+                scope.tensors[result] = (4, 8)
+        candidates = list(scope.tensors) + list(scope.tuples)
+        returned = rng.sample(candidates, k=min(len(candidates), rng.randint(1, 3)))
+        self.emit(1, f"return ({', '.join(returned)},)")
+        return "\n".join(self.lines)
+
+
+def random_function_source(seed: int) -> str:
+    """TVMScript of a random Relax function `main` (see the module docstring)."""
+    return _Generator(seed).function()
+
+
+def random_module(seed: int) -> tvm.IRModule:
+    func = tvm.script.from_source(random_function_source(seed), extra_vars={"R": R})
+    return tvm.IRModule({"main": func})

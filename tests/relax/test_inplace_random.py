@@ -1,0 +1,40 @@
+"""Seeded random Relax functions (tests/relax/random_relax.py): the rewrite keeps results, and
+the model of StaticPlanBlockMemory it relies on predicts TVM's planner exactly."""
+
+import pytest
+from random_relax import random_module
+
+from tvm_memplan.analysis import inplace_candidates
+from tvm_memplan.testing import assert_same_relax_results, inplace_modelled_bytes, planned_bytes
+from tvm_memplan.transform import DataflowUseInplaceCalls, use_inplace_calls
+
+SEEDS = range(24)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_function_keeps_its_results(seed):
+    """Two input draws (so both branches of the `if`s run), each run twice on the VM."""
+    mod = random_module(seed)
+    after, _ = use_inplace_calls(mod)
+    for input_seed in (seed, seed + 1000):
+        assert_same_relax_results(mod, after, seed=input_seed)
+
+
+def test_random_functions_are_rewritten():
+    """The property above is not vacuous: the functions offer rewrites."""
+    rewritten = sum(use_inplace_calls(random_module(seed))[1].rewritten for seed in SEEDS)
+    assert rewritten >= len(SEEDS)
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 3))
+@pytest.mark.parametrize("memory_aware", [False, True])
+def test_memory_model_matches_the_planner(seed, memory_aware):
+    """The bytes the model predicts for the chosen rewrites are the bytes TVM plans."""
+    mod = random_module(seed)
+    after = DataflowUseInplaceCalls(memory_aware=memory_aware)(mod)
+    chosen = [
+        d.binding
+        for d in inplace_candidates(mod["main"], mod, memory_aware=memory_aware)
+        if d.inplace
+    ]
+    assert inplace_modelled_bytes(mod["main"], mod, chosen) == sum(planned_bytes(after))
