@@ -4,6 +4,7 @@
  */
 #include "ir/reflection.h"
 
+#include <dlfcn.h>
 #include <tvm/ffi/reflection/accessor.h>
 
 #include <cstring>
@@ -45,6 +46,12 @@ const TVMFFIFieldInfo* LookupField(int32_t type_index, const char* name) {
     return false;
   });
   return found;
+}
+
+void* LookupExportedSymbol(const char* mangled) {
+  // RTLD_NOLOAD: only find the library `import tvm` loaded, never load a second copy.
+  static void* library = dlopen(kTVMCompilerLibrary, RTLD_LAZY | RTLD_NOLOAD);
+  return library == nullptr ? nullptr : dlsym(library, mangled);
 }
 
 }  // namespace
@@ -121,6 +128,23 @@ const Function& GlobalFunc::get() const {
 }
 
 bool GlobalFunc::Exists() const { return Function::GetGlobal(name_).has_value(); }
+
+void* ExportedSymbol::address() const {
+  void* address = address_.load(std::memory_order_acquire);
+  if (TVM_FFI_PREDICT_TRUE(address != nullptr)) return address;
+  address = LookupExportedSymbol(mangled_);
+  if (address == nullptr) {
+    ThrowUnsupported(std::string("TVM does not export the C++ symbol `") + mangled_ + "` from " +
+                     kTVMCompilerLibrary);
+  }
+  address_.store(address, std::memory_order_release);
+  return address;
+}
+
+bool ExportedSymbol::Exists() const {
+  return address_.load(std::memory_order_acquire) != nullptr ||
+         LookupExportedSymbol(mangled_) != nullptr;
+}
 
 std::string TypeKeyOf(int32_t type_index) { return ffi::TypeIndexToTypeKey(type_index); }
 
