@@ -45,6 +45,10 @@ ObjectRef IntConst(const ObjectRef& like, int64_t value) { return IntConst(DType
 
 ObjectRef BoolConst(bool value) { return IntConst(DLDataType{kDLBool, 1, 1}, value ? 1 : 0); }
 
+ObjectRef StringConst(const std::string& value) {
+  return func::MakeStringImm(String(value), nullptr).cast<ObjectRef>();
+}
+
 ObjectRef Add(const ObjectRef& a, const ObjectRef& b) { return Binary(func::OpAdd, a, b); }
 ObjectRef Sub(const ObjectRef& a, const ObjectRef& b) { return Binary(func::OpSub, a, b); }
 ObjectRef Mul(const ObjectRef& a, const ObjectRef& b) { return Binary(func::OpMul, a, b); }

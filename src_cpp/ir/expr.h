@@ -32,6 +32,8 @@ ObjectRef IntConst(DLDataType dtype, int64_t value);
 ObjectRef IntConst(const ObjectRef& like, int64_t value);
 /*! \brief A boolean constant. */
 ObjectRef BoolConst(bool value);
+/*! \brief A string constant (ir.StringImm). */
+ObjectRef StringConst(const std::string& value);
 
 ObjectRef Add(const ObjectRef& a, const ObjectRef& b);
 ObjectRef Sub(const ObjectRef& a, const ObjectRef& b);

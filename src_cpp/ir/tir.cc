@@ -163,6 +163,16 @@ std::optional<Buffer> Buffer::WithShape(const Array<ObjectRef>& new_shape) const
       func::MakeBufferVar(String(name()), new_type, field::Expr_span.Get(ref_)).cast<ObjectRef>());
 }
 
+Buffer Buffer::WithScope(const std::string& scope) const {
+  ObjectRef new_type = WithFields(type(), {{&field::BufferType_storage_scope, String(scope)}});
+  return Buffer(
+      func::MakeBufferVar(String(name()), new_type, field::Expr_span.Get(ref_)).cast<ObjectRef>());
+}
+
+ObjectRef BufferDataPointer(const Buffer& buffer) {
+  return func::MakeBufferData(buffer.ref()).cast<ObjectRef>();
+}
+
 std::optional<Buffer> BufferOfDataPointer(const ObjectRef& expr) {
   std::optional<Call> call = As<Call>(expr);
   if (!call || !call->IsOp(op::BufferData)) return std::nullopt;
@@ -227,6 +237,11 @@ std::string For::thread_tag() const {
 
 For For::WithBody(const ObjectRef& body) const {
   return For(WithFields(ref_, {{&field::For_body, body}}));
+}
+
+AttrStmt::AttrStmt(Any node, const std::string& attr_key, const ObjectRef& value,
+                   const ObjectRef& body)
+    : AttrStmt(func::MakeAttrStmt(node, String(attr_key), value, body, nullptr).cast<ObjectRef>()) {
 }
 
 AttrStmt AttrStmt::WithBody(const ObjectRef& body) const {

@@ -54,6 +54,9 @@ class Buffer : public NodeView {
    *        than the default row-major one, which a plain reshape would break.
    */
   std::optional<Buffer> WithShape(const Array<ObjectRef>& new_shape) const;
+
+  /*! \brief A new buffer var of the same name, dtype, shape and layout in storage `scope`. */
+  Buffer WithScope(const std::string& scope) const;
 };
 
 /*! \brief tirx.PrimFunc. Params are ir.Vars; buffer params are Buffers. */
@@ -87,6 +90,9 @@ class AllocBuffer : public NodeView {
   AllocBuffer WithAnnotations(const Map<String, Any>& annotations) const;
 };
 AllocBuffer MakeAllocBuffer(const Buffer& buffer, const Map<String, Any>& annotations = {});
+
+/*! \brief `B.data`: the data pointer of buffer B, typed with B's dtype and scope. */
+ObjectRef BufferDataPointer(const Buffer& buffer);
 
 /*! \brief tirx.DeclBuffer: declares `buffer` over the memory of `data`. */
 class DeclBuffer : public NodeView {
@@ -161,6 +167,7 @@ class IterVar : public NodeView {
 
 class AttrStmt : public NodeView {
   TVM_MEMPLAN_VIEW(AttrStmt, schema::type::AttrStmt)
+  AttrStmt(Any node, const std::string& attr_key, const ObjectRef& value, const ObjectRef& body);
   Any node() const { return schema::field::AttrStmt_node.Get(ref_); }
   std::string attr_key() const { return schema::field::AttrStmt_attr_key.Get<String>(ref_); }
   ObjectRef value() const { return schema::field::AttrStmt_value.Get<ObjectRef>(ref_); }

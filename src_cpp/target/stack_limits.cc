@@ -67,6 +67,7 @@ ResolvedLimit Resolve(const StackOption& option, const ffi::ObjectRef& target,
     std::string where = std::string("PassContext option ") + option.pass_config;
     return {&option, CheckBytes(*value, option, where), LimitSource::kPassContext};
   }
+  if (!target.defined()) return {&option, option.default_value, LimitSource::kDefault};
   auto attrs = field::Target_attrs.Get<ffi::Map<ffi::String, ffi::Any>>(target);
   if (auto it = attrs.find(ffi::String(option.target_attr)); it != attrs.end()) {
     std::string where =
@@ -155,10 +156,14 @@ int64_t TargetDeviceType(const ffi::ObjectRef& target) {
 }
 
 StackLimits ResolveStackLimits(const ffi::ObjectRef& target, const ffi::ObjectRef& pass_context) {
-  CheckTarget(target, "stack limits");
-  return StackLimits{Resolve(kMaxStackAlloca, target, pass_context),
-                     Resolve(kMaxStackBytes, target, pass_context), TargetDeviceType(target),
-                     ir::ToString(target)};
+  if (target.defined()) CheckTarget(target, "stack limits");
+  StackLimits limits{Resolve(kMaxStackAlloca, target, pass_context),
+                     Resolve(kMaxStackBytes, target, pass_context), std::nullopt, ""};
+  if (target.defined()) {
+    limits.device_type = TargetDeviceType(target);
+    limits.target = ir::ToString(target);
+  }
+  return limits;
 }
 
 void RegisterStackOptions() {

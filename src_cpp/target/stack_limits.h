@@ -66,9 +66,9 @@ struct ResolvedLimit {
 struct StackLimits {
   ResolvedLimit max_stack_alloca;
   ResolvedLimit max_stack_bytes;
-  /*! \brief The target kind's default device type (kDLCPU for the kinds the limits apply to). */
-  int64_t device_type;
-  /*! \brief The target, printed, for messages. */
+  /*! \brief The target kind's default device type; nullopt without a target. */
+  std::optional<int64_t> device_type;
+  /*! \brief The target, printed, for messages ("" without a target). */
   std::string target;
 };
 
@@ -78,8 +78,9 @@ bool TargetHasKey(const ffi::ObjectRef& target, const char* key);
 int64_t TargetDeviceType(const ffi::ObjectRef& target);
 
 /*!
- * \brief The limits for `target` under `pass_context`. Throws ValueError for a value that is not
- *        an integer >= 0, naming the level that holds it.
+ * \brief The limits for `target` (a null ref: no target, only the PassContext and the defaults
+ *        apply) under `pass_context`. Throws ValueError for a value that is not an integer >= 0,
+ *        naming the level that holds it.
  */
 StackLimits ResolveStackLimits(const ffi::ObjectRef& target, const ffi::ObjectRef& pass_context);
 

@@ -7,8 +7,16 @@ from dataclasses import dataclass
 import tvm
 
 from . import _ffi_api
+from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
 
-__all__ = ["Allocation", "allocation_summary", "total_bytes"]
+__all__ = [
+    "Allocation",
+    "AllocationDecision",
+    "allocation_plan",
+    "allocation_summary",
+    "placement_counts",
+    "total_bytes",
+]
 
 
 @dataclass(frozen=True)

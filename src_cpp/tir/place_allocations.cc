@@ -1,0 +1,174 @@
+/*!
+ * \file tir/place_allocations.cc
+ * \brief LowerTVMBuiltin with placement: decide, prepare, run TVM's pass, finish and check.
+ */
+#include "tir/place_allocations.h"
+
+#include <tvm/ffi/reflection/registry.h>
+
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "ir/pass.h"
+#include "ir/rewriter.h"
+#include "tir/buffer_scope.h"
+#include "tir/place_allocations_analysis.h"
+
+namespace tvm_memplan {
+namespace tir {
+
+using namespace ir;
+
+namespace {
+
+/*! \brief Annotation marking the allocations step 2 shielded, so step 4 can find them. */
+constexpr const char* kPlacementMarker = "tvm_memplan.placement";
+/*!
+ * \brief TVM's LowerTVMBuiltin keeps a "global" allocation on the CPU stack when its constant
+ *        size is below this (runtime::kMaxStackAlloca); workspace decisions below it need a scope
+ *        TVM's rule does not keep.
+ */
+constexpr int64_t kStockMaxStackAlloca = 1024;
+constexpr const char* kGlobalScope = "global";
+constexpr const char* kWorkspaceScope = "global.workspace";
+
+/*! \brief What step 4 checks for one function: buffer vars (after step 2) by decision. */
+struct Expectation {
+  std::string function;
+  std::unordered_map<const Object*, const AllocationDecision*> decided;
+  PlacementPlan plan;
+};
+
+Map<String, Any> Shielded(Map<String, Any> annotations, Placement placement) {
+  // TVM reads the flag as an ir.IntImm.
+  annotations.Set(schema::attr::DisableLowerTVMBuiltin, IntConst(DLDataType{kDLInt, 32, 1}, 1));
+  annotations.Set(kPlacementMarker, String(PlacementName(placement)));
+  return annotations;
+}
+
+/*! \brief Step 2 for one function; fills `expect` with the buffers step 4 must find. */
+PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
+  std::unordered_map<const Object*, Placement> shields;  // AllocBuffer -> placement
+  std::vector<ScopeChange> changes;
+  bool needs_device_id = false;
+  for (const AllocationDecision& d : expect->plan.decisions) {
+    if (!Is<AllocBuffer>(d.node)) continue;
+    switch (d.placement) {
+      case Placement::kStack:
+      case Placement::kUnlowered:
+        shields.emplace(d.node.get(), d.placement);
+        if (d.buffer.scope() != kGlobalScope) changes.emplace_back(d.buffer, kGlobalScope);
+        break;
+      case Placement::kWorkspace:
+        needs_device_id |= !d.has_device_id;
+        if (d.buffer.scope() == kGlobalScope && d.bytes.value_or(0) > 0 &&
+            *d.bytes < kStockMaxStackAlloca) {
+          changes.emplace_back(d.buffer, kWorkspaceScope);
+        }
+        break;
+      case Placement::kStock:
+        break;
+    }
+  }
+  ObjectRef body = func.body();
+  if (!shields.empty()) {
+    // AllocBuffers are found by identity, so shield before any buffer is replaced.
+    Rewriter shield;
+    shield.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
+      auto it = shields.find(alloc.get());
+      if (it == shields.end()) return alloc;
+      return alloc.WithAnnotations(Shielded(alloc.annotations(), it->second));
+    });
+    body = shield(body);
+  }
+  BufferReplacements replaced;
+  body = ChangeBufferScopes(body, changes, &replaced);
+  for (const AllocationDecision& d : expect->plan.decisions) {
+    if (!Is<AllocBuffer>(d.node) || d.placement == Placement::kStock) continue;
+    auto it = replaced.find(d.buffer.get());
+    expect->decided[it == replaced.end() ? d.buffer.get() : it->second.get()] = &d;
+  }
+  if (needs_device_id) {
+    // TVM's pass reads the device id from this attribute and drops the attribute.
+    body = AttrStmt(StringConst("default"), schema::attr::DeviceId,
+                    IntConst(DLDataType{kDLInt, 32, 1}, 0), body);
+  }
+  return func.WithBody(body);
+}
+
+bool IsWorkspaceAllocation(const DeclBuffer& decl) {
+  std::optional<Call> call = As<Call>(decl.data());
+  return call && call->IsOp(schema::op::AllocWorkspace);
+}
+
+/*! \brief Step 4: remove the shields and check every decided buffer against the lowered IR. */
+PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
+  std::unordered_set<const Object*> found;
+  Rewriter unshield;
+  unshield.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
+    Map<String, Any> annotations = alloc.annotations();
+    auto marker = annotations.find(String(kPlacementMarker));
+    if (marker == annotations.end()) return alloc;
+    found.insert(alloc.buffer().get());
+    if ((*marker).second.cast<String>() != PlacementName(Placement::kUnlowered)) {
+      annotations.erase(String(schema::attr::DisableLowerTVMBuiltin));
+    }
+    annotations.erase(String(kPlacementMarker));
+    return alloc.WithAnnotations(annotations);
+  });
+  unshield.PostOrder<DeclBuffer>([&](const DeclBuffer& decl) -> ObjectRef {
+    if (IsWorkspaceAllocation(decl)) found.insert(decl.buffer().get());
+    return decl;
+  });
+  PrimFunc out = func.WithBody(unshield(func.body()));
+  for (const auto& [buffer, decision] : expect.decided) {
+    if (found.count(buffer)) continue;
+    TVM_FFI_THROW(InternalError) << "tvm_memplan.LowerTVMBuiltin: in " << expect.function
+                                 << ", TVM's LowerTVMBuiltin did not leave buffer `"
+                                 << decision->buffer.name() << "` where it was placed ("
+                                 << PlacementName(decision->placement) << ": " << decision->reason
+                                 << ")";
+  }
+  return out;
+}
+
+IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
+  std::unordered_map<const Object*, Expectation> expectations;  // by GlobalVar
+  Map<ObjectRef, ObjectRef> prepared;
+  for (const auto& [global_var, base_func] : mod.functions()) {
+    std::optional<PrimFunc> func = As<PrimFunc>(base_func);
+    std::optional<target::StackLimits> limits =
+        func ? HostFunctionLimits(*func, pass_context) : std::nullopt;
+    if (!limits) {
+      prepared.Set(global_var, base_func);
+      continue;
+    }
+    Expectation& expect = expectations[global_var.get()];
+    expect.function = GlobalVarName(global_var);
+    expect.plan = PlanAllocationPlacement(*func, expect.function, *limits);
+    prepared.Set(global_var, Prepare(*func, &expect).ref());
+  }
+  ObjectRef stock_pass = schema::func::StockLowerTVMBuiltin().cast<ObjectRef>();
+  IRModule lowered(
+      schema::func::RunPass(stock_pass, mod.WithFunctions(prepared).ref()).cast<ObjectRef>());
+  Map<ObjectRef, ObjectRef> finished;
+  for (const auto& [global_var, base_func] : lowered.functions()) {
+    auto it = expectations.find(global_var.get());
+    finished.Set(global_var,
+                 it == expectations.end() ? base_func : Finish(PrimFunc(base_func), it->second));
+  }
+  return lowered.WithFunctions(finished);
+}
+
+}  // namespace
+
+ObjectRef LowerTVMBuiltin() { return MakeModulePass("tvm_memplan.LowerTVMBuiltin", 0, Run); }
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  tvm::ffi::reflection::GlobalDef().def("tvm_memplan.transform.LowerTVMBuiltin", LowerTVMBuiltin);
+}
+
+}  // namespace tir
+}  // namespace tvm_memplan
