@@ -80,7 +80,7 @@ HOST_FINALIZE_SUBSTITUTIONS: tuple[Substitution, ...] = (
 )
 
 
-# ---- substituting pass constructors, per thread ---------------------------------------------------
+# ---- substituting pass constructors, per thread ----------------------------------------------
 
 _lock = threading.Lock()
 _installed: dict[tuple[str, str], tuple[Callable, int]] = {}  # key -> (stock constructor, users)
