@@ -80,6 +80,14 @@ ObjectRef AsCondition(const ObjectRef& cond) {
   return NE(cond, IntConst(dtype, 0));
 }
 
+ObjectRef PrimTypeOf(DLDataType dtype) { return func::MakePrimType(dtype).cast<ObjectRef>(); }
+
+ObjectRef CallOp(DLDataType dtype, const char* op_name, const Array<ObjectRef>& args) {
+  ObjectRef op = func::GetOp(String(op_name)).cast<ObjectRef>();
+  return func::MakeCall(PrimTypeOf(dtype), op, args, nullptr, Array<ObjectRef>{}, nullptr)
+      .cast<ObjectRef>();
+}
+
 ObjectRef MakeRange(const ObjectRef& min, const ObjectRef& extent) {
   return func::MakeRange(min, extent, nullptr).cast<ObjectRef>();
 }

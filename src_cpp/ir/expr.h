@@ -57,6 +57,12 @@ ObjectRef Not(const ObjectRef& a);
  */
 ObjectRef AsCondition(const ObjectRef& cond);
 
+/*! \brief The ir.PrimType of `dtype`. */
+ObjectRef PrimTypeOf(DLDataType dtype);
+
+/*! \brief A call to operator `op_name` returning `dtype` (e.g. a TIR builtin). */
+ObjectRef CallOp(DLDataType dtype, const char* op_name, const Array<ObjectRef>& args);
+
 /*! \brief An ir.Range from `min` and `extent`. */
 ObjectRef MakeRange(const ObjectRef& min, const ObjectRef& extent);
 

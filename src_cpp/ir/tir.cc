@@ -27,6 +27,10 @@ std::string OpName(const ObjectRef& op) {
 
 std::string Call::op_name() const { return OpName(op()); }
 
+Call Call::WithType(const ObjectRef& type) const {
+  return Call(WithFields(ref_, {{&field::Expr_ty, type}}));
+}
+
 std::string GlobalVarName(const ObjectRef& global_var) {
   return field::GlobalVar_name_hint.Get<String>(global_var);
 }
@@ -187,6 +191,22 @@ PrimFunc PrimFunc::WithBody(const ObjectRef& body) const {
   return PrimFunc(WithFields(ref_, {{&field::PrimFunc_body, body}}));
 }
 
+bool PrimFunc::ReturnsNothing() const {
+  ObjectRef type = ret_type();
+  if (type::TupleType.IsInstance(type)) {
+    return field::TupleType_fields.Get<Array<ObjectRef>>(type).empty();
+  }
+  if (type::PrimType.IsInstance(type)) {
+    DLDataType dtype = field::PrimType_dtype.Get<DLDataType>(type);
+    return dtype.code == kDLOpaqueHandle && dtype.bits == 0;  // void
+  }
+  return false;
+}
+
+PrimFunc PrimFunc::WithRetType(const ObjectRef& ret_type) const {
+  return PrimFunc(WithFields(ref_, {{&field::PrimFunc_ret_type, ret_type}}));
+}
+
 std::string PrimFunc::global_symbol() const {
   std::optional<Any> symbol = FuncAttr(ref_, "global_symbol");
   if (!symbol) return "";
@@ -237,6 +257,19 @@ std::string For::thread_tag() const {
 
 For For::WithBody(const ObjectRef& body) const {
   return For(WithFields(ref_, {{&field::For_body, body}}));
+}
+
+ObjectRef MakeEvaluate(const ObjectRef& value) {
+  return func::MakeEvaluate(value, nullptr).cast<ObjectRef>();
+}
+
+ObjectRef MakeIfThenElse(const ObjectRef& cond, const ObjectRef& then_case,
+                         const ObjectRef& else_case) {
+  return func::MakeIfThenElse(cond, then_case, else_case, nullptr).cast<ObjectRef>();
+}
+
+ObjectRef MakeReturn(const ObjectRef& value) {
+  return func::MakeReturn(value, nullptr).cast<ObjectRef>();
 }
 
 AttrStmt::AttrStmt(Any node, const std::string& attr_key, const ObjectRef& value,

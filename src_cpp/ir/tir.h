@@ -66,7 +66,11 @@ class PrimFunc : public NodeView {
     return schema::field::PrimFunc_params.Get<Array<ObjectRef>>(ref_);
   }
   ObjectRef body() const { return schema::field::PrimFunc_body.Get<ObjectRef>(ref_); }
+  /*! \brief The return type; an empty ir.TupleType when the function returns nothing. */
+  ObjectRef ret_type() const { return schema::field::PrimFunc_ret_type.Get<ObjectRef>(ref_); }
+  bool ReturnsNothing() const;
   PrimFunc WithBody(const ObjectRef& body) const;
+  PrimFunc WithRetType(const ObjectRef& ret_type) const;
   /*! \brief The `global_symbol` attribute, or "". */
   std::string global_symbol() const;
 };
@@ -187,6 +191,14 @@ class Evaluate : public NodeView {
   TVM_MEMPLAN_VIEW(Evaluate, schema::type::Evaluate)
   ObjectRef value() const { return schema::field::Evaluate_value.Get<ObjectRef>(ref_); }
 };
+
+/*! \brief `T.evaluate(value)`. */
+ObjectRef MakeEvaluate(const ObjectRef& value);
+/*! \brief `if cond: then_case [else: else_case]`. */
+ObjectRef MakeIfThenElse(const ObjectRef& cond, const ObjectRef& then_case,
+                         const ObjectRef& else_case = ObjectRef());
+/*! \brief `return value` (tirx.Return). */
+ObjectRef MakeReturn(const ObjectRef& value);
 
 /*! \brief tirx.Bind: `var = value` for the rest of the enclosing sequence (0.27's LetStmt). */
 class Bind : public NodeView {

@@ -14,6 +14,7 @@
 #include "ir/pass.h"
 #include "ir/rewriter.h"
 #include "tir/buffer_scope.h"
+#include "tir/helper_error_codes.h"
 #include "tir/place_allocations_analysis.h"
 
 namespace tvm_memplan {
@@ -159,7 +160,8 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     finished.Set(global_var,
                  it == expectations.end() ? base_func : Finish(PrimFunc(base_func), it->second));
   }
-  return lowered.WithFunctions(finished);
+  // Workspace allocations can now be in helpers that return nothing: let them report failures.
+  return ReturnErrorCodesFromHelpers(lowered.WithFunctions(finished));
 }
 
 }  // namespace

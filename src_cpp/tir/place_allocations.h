@@ -29,7 +29,9 @@
  *     workspace ignores;
  *  3. runs TVM's LowerTVMBuiltin;
  *  4. removes the annotations it added (keeping `disable_lower_builtin` where the user asked for
- *     it) and checks that every allocation ended where it was decided (an internal error if not).
+ *     it) and checks that every allocation ended where it was decided (an internal error if not);
+ *  5. makes helpers that return nothing but may now fail return an error code
+ *     (helper_error_codes.h).
  */
 #ifndef TVM_MEMPLAN_TIR_PLACE_ALLOCATIONS_H_
 #define TVM_MEMPLAN_TIR_PLACE_ALLOCATIONS_H_
