@@ -237,6 +237,10 @@ DeclBuffer DeclBuffer::WithBuffer(const Buffer& buffer) const {
   return DeclBuffer(WithFields(ref_, {{&field::DeclBuffer_buffer, buffer.ref()}}));
 }
 
+DeclBuffer DeclBuffer::WithData(const ObjectRef& data) const {
+  return DeclBuffer(WithFields(ref_, {{&field::DeclBuffer_data, data}}));
+}
+
 BufferStore BufferStore::WithAccess(const Buffer& buffer, const Array<ObjectRef>& indices) const {
   return BufferStore(WithFields(
       ref_, {{&field::BufferStore_buffer, buffer.ref()}, {&field::BufferStore_indices, indices}}));

@@ -108,6 +108,7 @@ class DeclBuffer : public NodeView {
   /*! \brief B when the data is `B.data` (a view of buffer B), else nullopt. */
   std::optional<Buffer> viewed_buffer() const;
   DeclBuffer WithBuffer(const Buffer& buffer) const;
+  DeclBuffer WithData(const ObjectRef& data) const;
 };
 
 /*! \brief B when `expr` is `B.data` (tirx.buffer_data(B)), else nullopt. */

@@ -57,7 +57,7 @@ ObjectRef ChangeBufferScopes(const ObjectRef& stmt, const std::vector<ScopeChang
     Buffer moved = buffer.WithScope(scope);
     rewriter.RemapVar(buffer.ref(), moved.ref());
     new_buffers.emplace(moved.get(), moved);
-    if (replaced) replaced->emplace(buffer.get(), moved);
+    if (replaced) replaced->emplace_back(buffer, moved);
   }
   // The var inside `B.data` is already replaced here; the call's pointer type still names the old
   // scope, so the call is built again.

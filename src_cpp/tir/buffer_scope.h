@@ -16,7 +16,6 @@
 #define TVM_MEMPLAN_TIR_BUFFER_SCOPE_H_
 
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -28,8 +27,8 @@ namespace tir {
 /*! \brief A buffer and the scope it should move to. */
 using ScopeChange = std::pair<ir::Buffer, std::string>;
 
-/*! \brief Old buffer var -> the var that replaced it. */
-using BufferReplacements = std::unordered_map<const ffi::Object*, ir::Buffer>;
+/*! \brief (old buffer var, the var that replaced it). */
+using BufferReplacements = std::vector<std::pair<ir::Buffer, ir::Buffer>>;
 
 /*!
  * \brief `stmt` with each buffer of `changes` (and its views) in its new scope.

@@ -55,7 +55,11 @@ IRModule ReturnErrorCodesFromHelpers(const IRModule& mod) {
     grew = false;
     for (const auto& [global_var, base_func] : functions) {
       std::optional<PrimFunc> func = As<PrimFunc>(base_func);
-      if (!func || failing.count(global_var.get()) || !func->ReturnsNothing()) continue;
+      // Only private helpers: every call to them is in this module, so none can miss the code.
+      if (!func || failing.count(global_var.get()) || !func->ReturnsNothing() ||
+          !func->global_symbol().empty()) {
+        continue;
+      }
       if (CanFail(func->body(), failing)) grew = failing.insert(global_var.get()).second;
     }
   }

@@ -19,8 +19,9 @@
  *                                                        T.tvm_throw_last_error()
  * \endcode
  *
- * A caller that returns nothing itself is handled the same way, up the call graph. Helpers that
- * return a value are left alone (their -1 could be a result).
+ * A private caller that returns nothing itself is handled the same way, up the call graph. Helpers
+ * that return a value are left alone (their -1 could be a result), and so are functions with a
+ * global symbol (callers outside the module would not check the code).
  */
 #ifndef TVM_MEMPLAN_TIR_HELPER_ERROR_CODES_H_
 #define TVM_MEMPLAN_TIR_HELPER_ERROR_CODES_H_

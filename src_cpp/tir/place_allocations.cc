@@ -35,11 +35,14 @@ constexpr int64_t kStockMaxStackAlloca = 1024;
 constexpr const char* kGlobalScope = "global";
 constexpr const char* kWorkspaceScope = "global.workspace";
 
-/*! \brief What step 4 checks for one function: buffer vars (after step 2) by decision. */
+/*! \brief What step 4 needs for one function. */
 struct Expectation {
   std::string function;
-  std::unordered_map<const Object*, const AllocationDecision*> decided;
   PlacementPlan plan;
+  /*! \brief Buffer var as it appears in the output -> its decision. */
+  std::unordered_map<const Object*, const AllocationDecision*> decided;
+  /*! \brief Step-2 stand-ins in "global.workspace" -> the buffers they stand for. */
+  std::vector<std::pair<Buffer, Buffer>> restore;
 };
 
 Map<String, Any> Shielded(Map<String, Any> annotations, Placement placement) {
@@ -49,7 +52,7 @@ Map<String, Any> Shielded(Map<String, Any> annotations, Placement placement) {
   return annotations;
 }
 
-/*! \brief Step 2 for one function; fills `expect` with the buffers step 4 must find. */
+/*! \brief Step 2 for one function; fills `expect` for step 4. */
 PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
   std::unordered_map<const Object*, Placement> shields;  // AllocBuffer -> placement
   std::vector<ScopeChange> changes;
@@ -86,10 +89,20 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
   }
   BufferReplacements replaced;
   body = ChangeBufferScopes(body, changes, &replaced);
+  // Stack buffers keep their new scope; workspace stand-ins are only there for TVM's pass, and
+  // step 4 puts the buffers they stand for back.
+  std::unordered_map<const Object*, Buffer> kept;
+  for (const auto& [original, replacement] : replaced) {
+    if (replacement.scope() == kWorkspaceScope) {
+      expect->restore.emplace_back(replacement, original);
+    } else {
+      kept.emplace(original.get(), replacement);
+    }
+  }
   for (const AllocationDecision& d : expect->plan.decisions) {
     if (!Is<AllocBuffer>(d.node) || d.placement == Placement::kStock) continue;
-    auto it = replaced.find(d.buffer.get());
-    expect->decided[it == replaced.end() ? d.buffer.get() : it->second.get()] = &d;
+    auto it = kept.find(d.buffer.get());
+    expect->decided[it == kept.end() ? d.buffer.get() : it->second.get()] = &d;
   }
   if (needs_device_id) {
     // TVM's pass reads the device id from this attribute and drops the attribute.
@@ -99,16 +112,39 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
   return func.WithBody(body);
 }
 
-bool IsWorkspaceAllocation(const DeclBuffer& decl) {
+std::optional<Call> WorkspaceAllocation(const DeclBuffer& decl) {
   std::optional<Call> call = As<Call>(decl.data());
-  return call && call->IsOp(schema::op::AllocWorkspace);
+  if (!call || !call->IsOp(schema::op::AllocWorkspace)) return std::nullopt;
+  return call;
 }
 
-/*! \brief Step 4: remove the shields and check every decided buffer against the lowered IR. */
+/*!
+ * \brief Step 4: remove the shields, put the buffers of the workspace stand-ins back (so the
+ *        output is what TVM's pass makes of them), and check every decided buffer.
+ */
 PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
-  std::unordered_set<const Object*> found;
-  Rewriter unshield;
-  unshield.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
+  std::unordered_set<const Object*> restored, found;
+  Rewriter finish;
+  for (const auto& [stand_in, original] : expect.restore) {
+    finish.RemapVar(stand_in.ref(), original.ref());
+    restored.insert(original.get());
+  }
+  finish.PostOrder<Call>([&](const Call& call) -> ObjectRef {
+    std::optional<Buffer> buffer = BufferOfDataPointer(call);
+    if (!buffer || !restored.count(buffer->get())) return call;
+    return BufferDataPointer(*buffer);
+  });
+  finish.PostOrder<DeclBuffer>([&](const DeclBuffer& decl) -> ObjectRef {
+    std::optional<Call> allocation = WorkspaceAllocation(decl);
+    if (!allocation) return decl;
+    found.insert(decl.buffer().get());
+    if (!restored.count(decl.buffer().get())) return decl;
+    // The allocation returns a pointer in the buffer's scope.
+    ObjectRef pointer_type =
+        schema::field::Expr_ty.Get<ObjectRef>(BufferDataPointer(decl.buffer()));
+    return decl.WithData(allocation->WithType(pointer_type));
+  });
+  finish.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
     Map<String, Any> annotations = alloc.annotations();
     auto marker = annotations.find(String(kPlacementMarker));
     if (marker == annotations.end()) return alloc;
@@ -119,11 +155,7 @@ PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
     annotations.erase(String(kPlacementMarker));
     return alloc.WithAnnotations(annotations);
   });
-  unshield.PostOrder<DeclBuffer>([&](const DeclBuffer& decl) -> ObjectRef {
-    if (IsWorkspaceAllocation(decl)) found.insert(decl.buffer().get());
-    return decl;
-  });
-  PrimFunc out = func.WithBody(unshield(func.body()));
+  PrimFunc out = func.WithBody(finish(func.body()));
   for (const auto& [buffer, decision] : expect.decided) {
     if (found.count(buffer)) continue;
     TVM_FFI_THROW(InternalError) << "tvm_memplan.LowerTVMBuiltin: in " << expect.function

@@ -3,6 +3,10 @@ compare IR and compiled results. Not a stable API."""
 
 from __future__ import annotations
 
+import re
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import tvm
 import tvm_ffi
@@ -54,3 +58,73 @@ def assert_same_results(before: tvm.tirx.PrimFunc, after: tvm.tirx.PrimFunc, see
     expected, actual = run_prim_func(before, args), run_prim_func(after, args)
     for want, got in zip(expected, actual, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def workspace_allocation(dtype: str, nbytes: int, scope: str = "global", device_id=0):
+    """``T.TVMBackendAllocWorkspace(...)`` as LowerTVMBuiltin emits it on the CPU, typed as a
+    pointer to `dtype` in `scope` (the TVMScript shorthand loses that type). For expected IR:
+    ``G = T.decl_buffer((4,), "float32", data=workspace_allocation("float32", 16))``."""
+    from tvm.script import tirx as T
+
+    code, bits = tvm_ffi.dtype(dtype).type_code, tvm_ffi.dtype(dtype).bits
+    return T.call_intrin(
+        T.handle(dtype, scope).ty,
+        "tirx.TVMBackendAllocWorkspace",
+        1,
+        device_id,
+        T.uint64(nbytes),
+        code,
+        bits,
+    )
+
+
+def throw_last_error():
+    """``T.tvm_throw_last_error()`` typed int32 as LowerTVMBuiltin emits it (the TVMScript
+    shorthand types it void). For expected IR: ``T.evaluate(throw_last_error())``."""
+    from tvm.script import tirx as T
+
+    return T.call_intrin("int32", "tirx.tvm_throw_last_error")
+
+
+def compile_and_run(
+    func_or_mod,
+    args: list[np.ndarray],
+    target="llvm",
+    tir_pipeline: str = "default",
+    config: dict | None = None,
+):
+    """Compile a PrimFunc (or a module's "main") with `tir_pipeline` under PassContext `config`
+    and run it on copies of `args`.
+
+    Code for a target without a JIT (``"c"``) is built with ``export_library`` and loaded back.
+    Returns the arrays after the call and the ``tvm.runtime.Executable``.
+    """
+    mod = func_or_mod
+    if isinstance(mod, tvm.tirx.PrimFunc):
+        mod = tvm.IRModule({"main": _named(mod)})
+    with tvm.transform.PassContext(config=config or {}):
+        lib = tvm.compile(mod, target=target, tir_pipeline=tir_pipeline)
+    tensors = [tvm.runtime.tensor(a.copy()) for a in args]
+    if tvm.target.Target(target).kind.name == "c":
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "lib.so")
+            lib.export_library(path)
+            tvm.runtime.load_module(path)["main"](*tensors)
+    else:
+        lib["main"](*tensors)
+    return [t.numpy() for t in tensors], lib
+
+
+_C_ARRAY = re.compile(r"^\s*[A-Za-z_][\w ]*?\b(\w+)\[(\d+)\];\s*$", re.MULTILINE)
+_C_WORKSPACE = re.compile(r"\bTVMBackendAllocWorkspace\(")
+
+
+def c_stack_arrays(source: str) -> list[tuple[str, int]]:
+    """The arrays a C source declares without an initializer (``float t_ptr[16];``): the
+    buffers on the stack. TVM's own initialized arrays (assert messages) do not match."""
+    return [(name, int(size)) for name, size in _C_ARRAY.findall(source)]
+
+
+def c_workspace_allocations(source: str) -> int:
+    """How many ``TVMBackendAllocWorkspace`` calls a C source makes."""
+    return len(_C_WORKSPACE.findall(source))
