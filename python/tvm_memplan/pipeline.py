@@ -90,7 +90,7 @@ _active = threading.local()  # .table: key -> Substitution, .used: set of keys
 def _dispatching(key: tuple[str, str], stock: Callable) -> Callable:
     @functools.wraps(stock)
     def constructor(*args, **kwargs):
-        substitution = getattr(_active, "table", {}).get(key)
+        substitution = (getattr(_active, "table", None) or {}).get(key)
         if substitution is None:
             return stock(*args, **kwargs)
         _active.used.add(key)

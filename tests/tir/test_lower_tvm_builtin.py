@@ -13,7 +13,13 @@ from tvm.script import ir as I
 from tvm.script import tirx as T
 
 import tvm_memplan
-from tvm_memplan.testing import assert_ir_equal, compile_and_run, random_args, throw_last_error
+from tvm_memplan.testing import (
+    assert_ir_equal,
+    compile_and_run,
+    random_args,
+    random_kernel,
+    throw_last_error,
+)
 from tvm_memplan.testing import workspace_allocation as workspace
 
 
@@ -508,3 +514,42 @@ def test_private_helper_with_workspace_runs(target):
     config = {"tvm_memplan.max_stack_alloca": 0}
     (got,), _ = compile_and_run(mod, args, target, tir_pipeline="memplan", config=config)
     np.testing.assert_array_equal(got, args[0][::-1] * 2)
+
+
+# ---- properties on real host functions -------------------------------------------------------
+
+
+def host_module(func, target="llvm"):
+    """`func` as the stock pipeline hands it to LowerTVMBuiltin: packed API, device attributes."""
+    captured = {}
+
+    @tvm.instrument.pass_instrument
+    class Capture:
+        def run_before_pass(self, mod, info):
+            if info.name == "tirx.LowerTVMBuiltin":
+                captured["host"] = mod
+
+    with tvm.transform.PassContext(instruments=[Capture()]):
+        tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="s_tir")
+    return captured["host"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_drop_in_where_placements_agree(seed):
+    """Where TVM's rule and ours place every buffer alike ("global" and "global.workspace"
+    buffers, and max_stack_alloca 1023, TVM's "below 1024"), the pass gives exactly TVM's output
+    on a packed host function."""
+    func, _ = random_kernel(seed, scopes=("global", "global.workspace"))
+    host = host_module(func)
+    after = lower(host, {"tvm_memplan.max_stack_alloca": 1023})
+    tvm.ir.assert_structural_equal(after, stock_lower(host))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_running_twice_changes_nothing_more(seed):
+    """Idempotent, except for "global.stack" (not generated here): once on the stack in scope
+    "global", a second run applies the size rule to it."""
+    func, _ = random_kernel(seed, scopes=("global", "local", "global.workspace"))
+    host = host_module(func)
+    once = lower(host, {"tvm_memplan.max_stack_alloca": 512})
+    tvm.ir.assert_structural_equal(lower(once, {"tvm_memplan.max_stack_alloca": 512}), once)

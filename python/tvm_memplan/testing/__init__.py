@@ -128,3 +128,32 @@ def c_stack_arrays(source: str) -> list[tuple[str, int]]:
 def c_workspace_allocations(source: str) -> int:
     """How many ``TVMBackendAllocWorkspace`` calls a C source makes."""
     return len(_C_WORKSPACE.findall(source))
+
+
+_RANDOM_KERNEL_DTYPES = {"float32": 4, "int32": 4, "uint8": 1}
+_RANDOM_KERNEL_ELEMENTS = [1, 3, 16, 64, 255, 256, 257, 300, 1024, 1025]
+
+
+def random_kernel(seed: int, scopes=("global", "local", "global.workspace", "global.stack")):
+    """A seeded random `main(A: float32[64])` that fills 1-6 temporaries (random scope from
+    `scopes`, dtype, size) from A and adds them all back into A, so that every temporary is live
+    to the end. Returns the PrimFunc and each temporary's (scope, bytes)."""
+    rng = np.random.default_rng(seed)
+    buffers = []
+    lines = ["@T.prim_func", 'def main(A: T.Buffer((64,), "float32")):']
+    for k in range(int(rng.integers(1, 7))):
+        dtype = str(rng.choice(list(_RANDOM_KERNEL_DTYPES)))
+        n = int(rng.choice(_RANDOM_KERNEL_ELEMENTS))
+        scope = str(rng.choice(list(scopes)))
+        buffers.append((f"X{k}", dtype, n, scope))
+        lines.append(f'    X{k} = T.alloc_buffer(({n},), "{dtype}", scope="{scope}")')
+    for name, dtype, n, _ in buffers:
+        lines.append(f"    for i in range({n}):")
+        # Through int32: float -> uint8 of a negative value is undefined behaviour in C and LLVM.
+        scaled = f'T.Cast("int32", A[i % 64] * T.float32({n % 7 + 1}))'
+        lines.append(f'        {name}[i] = T.Cast("{dtype}", {scaled})')
+    terms = " + ".join(f'T.Cast("float32", {name}[(i * 7) % {n}])' for name, _, n, _ in buffers)
+    lines.append("    for i in range(64):")
+    lines.append(f"        A[i] = A[i] + {terms}")
+    func = tvm.script.from_source("\n".join(lines))
+    return func, [(scope, n * _RANDOM_KERNEL_DTYPES[dtype]) for _, dtype, n, scope in buffers]
