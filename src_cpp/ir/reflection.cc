@@ -73,10 +73,14 @@ bool TypeKey::IsInstance(int32_t type_index) const {
   int32_t mine = index();
   if (type_index == mine) return true;
   if (type_index < ffi::TypeIndex::kTVMFFIStaticObjectBegin) return false;
-  const TVMFFITypeInfo* my_info = TVMFFIGetTypeInfo(mine);
+  // Called for every node of every walk: keep it to one lookup.
+  int32_t depth = depth_.load(std::memory_order_relaxed);
+  if (TVM_FFI_PREDICT_FALSE(depth < 0)) {
+    depth = TVMFFIGetTypeInfo(mine)->type_depth;
+    depth_.store(depth, std::memory_order_relaxed);
+  }
   const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(type_index);
-  return info->type_depth > my_info->type_depth &&
-         info->type_ancestors[my_info->type_depth]->type_index == mine;
+  return info->type_depth > depth && info->type_ancestors[depth]->type_index == mine;
 }
 
 const TVMFFIFieldInfo* FieldKey::info() const {

@@ -73,6 +73,7 @@ class TypeKey {
  private:
   const char* key_;
   mutable std::atomic<int32_t> index_{-1};
+  mutable std::atomic<int32_t> depth_{-1};  // in the type hierarchy, for IsInstance
 };
 
 /*! \brief A reflected field of a TVM node type (found on the type or one of its ancestors). */

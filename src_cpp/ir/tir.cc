@@ -7,6 +7,9 @@
 
 #include <tvm/ffi/extra/structural_equal.h>
 
+#include <mutex>
+#include <unordered_map>
+
 namespace tvm_memplan {
 namespace ir {
 
@@ -26,6 +29,20 @@ std::string OpName(const ObjectRef& op) {
 }
 
 std::string Call::op_name() const { return OpName(op()); }
+
+namespace {
+/*! \brief The ir.Op named `name`, looked up once per name (the names come from schema.def). */
+const ObjectRef& OpNamed(const char* name) {
+  static std::mutex mutex;
+  static std::unordered_map<const char*, ObjectRef> ops;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = ops.find(name);
+  if (it == ops.end()) it = ops.emplace(name, func::GetOp(String(name)).cast<ObjectRef>()).first;
+  return it->second;
+}
+}  // namespace
+
+bool Call::IsOp(const char* name) const { return op().same_as(OpNamed(name)); }
 
 Call Call::WithType(const ObjectRef& type) const {
   return Call(WithFields(ref_, {{&field::Expr_ty, type}}));

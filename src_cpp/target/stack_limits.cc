@@ -158,11 +158,8 @@ int64_t TargetDeviceType(const ffi::ObjectRef& target) {
 StackLimits ResolveStackLimits(const ffi::ObjectRef& target, const ffi::ObjectRef& pass_context) {
   if (target.defined()) CheckTarget(target, "stack limits");
   StackLimits limits{Resolve(kMaxStackAlloca, target, pass_context),
-                     Resolve(kMaxStackBytes, target, pass_context), std::nullopt, ""};
-  if (target.defined()) {
-    limits.device_type = TargetDeviceType(target);
-    limits.target = ir::ToString(target);
-  }
+                     Resolve(kMaxStackBytes, target, pass_context), std::nullopt};
+  if (target.defined()) limits.device_type = TargetDeviceType(target);
   return limits;
 }
 

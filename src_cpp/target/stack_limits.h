@@ -68,8 +68,6 @@ struct StackLimits {
   ResolvedLimit max_stack_bytes;
   /*! \brief The target kind's default device type; nullopt without a target. */
   std::optional<int64_t> device_type;
-  /*! \brief The target, printed, for messages ("" without a target). */
-  std::string target;
 };
 
 /*! \brief Whether `target` (a tvm.target.Target) has the given key ("cpu", "gpu", ...). */

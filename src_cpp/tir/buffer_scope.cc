@@ -6,8 +6,6 @@
 
 #include <tvm/ffi/extra/structural_visit.h>
 
-#include "ir/rewriter.h"
-
 namespace tvm_memplan {
 namespace tir {
 
@@ -46,26 +44,40 @@ void AddViews(const ObjectRef& stmt, std::vector<ScopeChange>* changes) {
 
 }  // namespace
 
-ObjectRef ChangeBufferScopes(const ObjectRef& stmt, const std::vector<ScopeChange>& changes,
-                             BufferReplacements* replaced) {
-  if (changes.empty()) return stmt;
+ScopeChanges::ScopeChanges(const ObjectRef& stmt, const std::vector<ScopeChange>& changes) {
+  if (changes.empty()) return;
   std::vector<ScopeChange> all = changes;
   AddViews(stmt, &all);
-  Rewriter rewriter;
-  std::unordered_map<const Object*, Buffer> new_buffers;  // keyed by the new var
   for (const auto& [buffer, scope] : all) {
     Buffer moved = buffer.WithScope(scope);
-    rewriter.RemapVar(buffer.ref(), moved.ref());
-    new_buffers.emplace(moved.get(), moved);
-    if (replaced) replaced->emplace_back(buffer, moved);
+    replacements_.emplace_back(buffer, moved);
+    moved_.emplace(buffer.get(), moved);
+    new_vars_.emplace(moved.get(), moved);
   }
+}
+
+Buffer ScopeChanges::Moved(const Buffer& buffer) const {
+  auto it = moved_.find(buffer.get());
+  return it == moved_.end() ? buffer : it->second;
+}
+
+void ScopeChanges::AddTo(Rewriter* rewriter) const {
+  if (empty()) return;
+  for (const auto& [old_buffer, moved] : replacements_) rewriter->RemapVar(old_buffer, moved);
   // The var inside `B.data` is already replaced here; the call's pointer type still names the old
   // scope, so the call is built again.
-  rewriter.PostOrder<Call>([&](const Call& call) -> ObjectRef {
+  rewriter->PostOrder<Call>([this](const Call& call) -> ObjectRef {
     std::optional<Buffer> buffer = BufferOfDataPointer(call);
-    if (!buffer || !new_buffers.count(buffer->get())) return call;
+    if (!buffer || !new_vars_.count(buffer->get())) return call;
     return BufferDataPointer(*buffer);
   });
+}
+
+ObjectRef ChangeBufferScopes(const ObjectRef& stmt, const std::vector<ScopeChange>& changes) {
+  ScopeChanges scope_changes(stmt, changes);
+  if (scope_changes.empty()) return stmt;
+  Rewriter rewriter;
+  scope_changes.AddTo(&rewriter);
   return rewriter(stmt);
 }
 

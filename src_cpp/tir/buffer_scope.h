@@ -16,9 +16,11 @@
 #define TVM_MEMPLAN_TIR_BUFFER_SCOPE_H_
 
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "ir/rewriter.h"
 #include "ir/tir.h"
 
 namespace tvm_memplan {
@@ -27,16 +29,33 @@ namespace tir {
 /*! \brief A buffer and the scope it should move to. */
 using ScopeChange = std::pair<ir::Buffer, std::string>;
 
-/*! \brief (old buffer var, the var that replaced it). */
-using BufferReplacements = std::vector<std::pair<ir::Buffer, ir::Buffer>>;
-
 /*!
- * \brief `stmt` with each buffer of `changes` (and its views) in its new scope.
- * \param replaced If given, receives old var -> new var for every buffer moved.
+ * \brief The scope changes for one statement, views included, ready to run as part of a
+ *        Rewriter (so that other hooks share the walk).
  */
+class ScopeChanges {
+ public:
+  ScopeChanges(const ffi::ObjectRef& stmt, const std::vector<ScopeChange>& changes);
+
+  bool empty() const { return replacements_.empty(); }
+  /*! \brief (old buffer var, the var that replaces it), views included. */
+  const std::vector<std::pair<ir::Buffer, ir::Buffer>>& replacements() const {
+    return replacements_;
+  }
+  /*! \brief The var that replaces `buffer`, or `buffer` when it does not move. */
+  ir::Buffer Moved(const ir::Buffer& buffer) const;
+  /*! \brief Add the var replacements and the rebuilding of `B.data` to `rewriter`. */
+  void AddTo(ir::Rewriter* rewriter) const;
+
+ private:
+  std::vector<std::pair<ir::Buffer, ir::Buffer>> replacements_;
+  std::unordered_map<const ffi::Object*, ir::Buffer> moved_;     // by old var
+  std::unordered_map<const ffi::Object*, ir::Buffer> new_vars_;  // by new var
+};
+
+/*! \brief `stmt` with each buffer of `changes` (and its views) in its new scope. */
 ffi::ObjectRef ChangeBufferScopes(const ffi::ObjectRef& stmt,
-                                  const std::vector<ScopeChange>& changes,
-                                  BufferReplacements* replaced = nullptr);
+                                  const std::vector<ScopeChange>& changes);
 
 }  // namespace tir
 }  // namespace tvm_memplan

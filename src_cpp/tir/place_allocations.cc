@@ -24,7 +24,7 @@ using namespace ir;
 
 namespace {
 
-/*! \brief Annotation marking the allocations step 2 shielded, so step 4 can find them. */
+/*! \brief Annotation marking the allocations step 2 annotated, so step 4 can find them. */
 constexpr const char* kPlacementMarker = "tvm_memplan.placement";
 /*!
  * \brief TVM's LowerTVMBuiltin keeps a "global" allocation on the CPU stack when its constant
@@ -39,31 +39,47 @@ constexpr const char* kWorkspaceScope = "global.workspace";
 struct Expectation {
   std::string function;
   PlacementPlan plan;
+  /*!
+   * \brief Whether step 2 marked buffers or made stand-ins, which step 4 then removes. When it did
+   *        neither, TVM's rule places every buffer as decided and the IR is TVM's own output.
+   */
+  bool prepared = false;
   /*! \brief Buffer var as it appears in the output -> its decision. */
   std::unordered_map<const Object*, const AllocationDecision*> decided;
-  /*! \brief Step-2 stand-ins in "global.workspace" -> the buffers they stand for. */
+  /*! \brief (stand-in in "global.workspace", the buffer it stands for). */
   std::vector<std::pair<Buffer, Buffer>> restore;
 };
 
-Map<String, Any> Shielded(Map<String, Any> annotations, Placement placement) {
+/*! \brief `disable_lower_builtin`, which TVM's pass honours, plus our mark for step 4. */
+Map<String, Any> Marked(Map<String, Any> annotations, Placement placement) {
   // TVM reads the flag as an ir.IntImm.
   annotations.Set(schema::attr::DisableLowerTVMBuiltin, IntConst(DLDataType{kDLInt, 32, 1}, 1));
   annotations.Set(kPlacementMarker, String(PlacementName(placement)));
   return annotations;
 }
 
+bool HasDisableAnnotation(const AllocBuffer& alloc) {
+  return alloc.annotations().count(String(schema::attr::DisableLowerTVMBuiltin)) != 0;
+}
+
 /*! \brief Step 2 for one function; fills `expect` for step 4. */
 PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
-  std::unordered_map<const Object*, Placement> shields;  // AllocBuffer -> placement
   std::vector<ScopeChange> changes;
+  std::vector<std::pair<Buffer, Placement>> marks;  // AllocBuffers that need an annotation
   bool needs_device_id = false;
   for (const AllocationDecision& d : expect->plan.decisions) {
-    if (!Is<AllocBuffer>(d.node)) continue;
+    std::optional<AllocBuffer> alloc = As<AllocBuffer>(d.node);
+    if (!alloc) continue;
     switch (d.placement) {
       case Placement::kStack:
-      case Placement::kUnlowered:
-        shields.emplace(d.node.get(), d.placement);
         if (d.buffer.scope() != kGlobalScope) changes.emplace_back(d.buffer, kGlobalScope);
+        // Smaller "global" allocations TVM's rule keeps on the stack by itself.
+        if (*d.bytes >= kStockMaxStackAlloca) marks.emplace_back(d.buffer, d.placement);
+        break;
+      case Placement::kUnlowered:
+        if (d.buffer.scope() != kGlobalScope) changes.emplace_back(d.buffer, kGlobalScope);
+        // Carried through StorageRewrite in its scope: the annotation comes back.
+        if (!HasDisableAnnotation(*alloc)) marks.emplace_back(d.buffer, d.placement);
         break;
       case Placement::kWorkspace:
         needs_device_id |= !d.has_device_id;
@@ -77,32 +93,34 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
     }
   }
   ObjectRef body = func.body();
-  if (!shields.empty()) {
-    // AllocBuffers are found by identity, so shield before any buffer is replaced.
-    Rewriter shield;
-    shield.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
-      auto it = shields.find(alloc.get());
-      if (it == shields.end()) return alloc;
-      return alloc.WithAnnotations(Shielded(alloc.annotations(), it->second));
-    });
-    body = shield(body);
-  }
-  BufferReplacements replaced;
-  body = ChangeBufferScopes(body, changes, &replaced);
-  // Stack buffers keep their new scope; workspace stand-ins are only there for TVM's pass, and
-  // step 4 puts the buffers they stand for back.
-  std::unordered_map<const Object*, Buffer> kept;
-  for (const auto& [original, replacement] : replaced) {
-    if (replacement.scope() == kWorkspaceScope) {
-      expect->restore.emplace_back(replacement, original);
-    } else {
-      kept.emplace(original.get(), replacement);
+  if (!changes.empty() || !marks.empty()) {
+    expect->prepared = true;
+    ScopeChanges scope_changes(body, changes);
+    std::unordered_map<const Object*, Placement> marked;  // by the var in the rewritten IR
+    for (const auto& [buffer, placement] : marks) {
+      marked.emplace(scope_changes.Moved(buffer).get(), placement);
     }
-  }
-  for (const AllocationDecision& d : expect->plan.decisions) {
-    if (!Is<AllocBuffer>(d.node) || d.placement == Placement::kStock) continue;
-    auto it = kept.find(d.buffer.get());
-    expect->decided[it == kept.end() ? d.buffer.get() : it->second.get()] = &d;
+    Rewriter rewriter;
+    if (scope_changes.empty()) rewriter.SkipExpressions();
+    scope_changes.AddTo(&rewriter);
+    rewriter.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
+      auto it = marked.find(alloc.buffer().get());
+      if (it == marked.end()) return alloc;
+      return alloc.WithAnnotations(Marked(alloc.annotations(), it->second));
+    });
+    body = rewriter(body);
+    // Stack buffers keep their new scope; workspace stand-ins are only there for TVM's pass, and
+    // step 4 puts the buffers they stand for back.
+    for (const auto& [original, replacement] : scope_changes.replacements()) {
+      if (replacement.scope() == kWorkspaceScope)
+        expect->restore.emplace_back(replacement, original);
+    }
+    for (const AllocationDecision& d : expect->plan.decisions) {
+      if (!Is<AllocBuffer>(d.node) || d.placement == Placement::kStock) continue;
+      Buffer in_output =
+          d.placement == Placement::kWorkspace ? d.buffer : scope_changes.Moved(d.buffer);
+      expect->decided[in_output.get()] = &d;
+    }
   }
   if (needs_device_id) {
     // TVM's pass reads the device id from this attribute and drops the attribute.
@@ -119,12 +137,14 @@ std::optional<Call> WorkspaceAllocation(const DeclBuffer& decl) {
 }
 
 /*!
- * \brief Step 4: remove the shields, put the buffers of the workspace stand-ins back (so the
- *        output is what TVM's pass makes of them), and check every decided buffer.
+ * \brief Step 4: remove the marks, put the buffers of the workspace stand-ins back (so the output
+ *        is what TVM's pass makes of them), and check every decided buffer.
  */
 PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
-  std::unordered_set<const Object*> restored, found;
+  if (!expect.prepared) return func;
+  std::unordered_set<const Object*> restored, on_stack, in_workspace;
   Rewriter finish;
+  if (expect.restore.empty()) finish.SkipExpressions();
   for (const auto& [stand_in, original] : expect.restore) {
     finish.RemapVar(stand_in.ref(), original.ref());
     restored.insert(original.get());
@@ -137,19 +157,18 @@ PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
   finish.PostOrder<DeclBuffer>([&](const DeclBuffer& decl) -> ObjectRef {
     std::optional<Call> allocation = WorkspaceAllocation(decl);
     if (!allocation) return decl;
-    found.insert(decl.buffer().get());
+    in_workspace.insert(decl.buffer().get());
     if (!restored.count(decl.buffer().get())) return decl;
     // The allocation returns a pointer in the buffer's scope.
-    ObjectRef pointer_type =
-        schema::field::Expr_ty.Get<ObjectRef>(BufferDataPointer(decl.buffer()));
-    return decl.WithData(allocation->WithType(pointer_type));
+    ObjectRef pointer = schema::field::Expr_ty.Get<ObjectRef>(BufferDataPointer(decl.buffer()));
+    return decl.WithData(allocation->WithType(pointer));
   });
   finish.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
+    on_stack.insert(alloc.buffer().get());
     Map<String, Any> annotations = alloc.annotations();
-    auto marker = annotations.find(String(kPlacementMarker));
-    if (marker == annotations.end()) return alloc;
-    found.insert(alloc.buffer().get());
-    if ((*marker).second.cast<String>() != PlacementName(Placement::kUnlowered)) {
+    auto mark = annotations.find(String(kPlacementMarker));
+    if (mark == annotations.end()) return alloc;
+    if ((*mark).second.cast<String>() != PlacementName(Placement::kUnlowered)) {
       annotations.erase(String(schema::attr::DisableLowerTVMBuiltin));
     }
     annotations.erase(String(kPlacementMarker));
@@ -157,7 +176,8 @@ PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
   });
   PrimFunc out = func.WithBody(finish(func.body()));
   for (const auto& [buffer, decision] : expect.decided) {
-    if (found.count(buffer)) continue;
+    const auto& where = decision->placement == Placement::kWorkspace ? in_workspace : on_stack;
+    if (where.count(buffer)) continue;
     TVM_FFI_THROW(InternalError) << "tvm_memplan.LowerTVMBuiltin: in " << expect.function
                                  << ", TVM's LowerTVMBuiltin did not leave buffer `"
                                  << decision->buffer.name() << "` where it was placed ("
