@@ -24,6 +24,7 @@ import tvm  # noqa: E402
 
 import tvm_memplan  # noqa: E402
 from tvm_memplan.analysis import allocation_plan, placement_counts  # noqa: E402
+from tvm_memplan.testing import capture_ir  # noqa: E402
 
 ROWS = 4096
 
@@ -96,17 +97,7 @@ def large_host_module(temporaries: int, scopes: tuple[str, ...]) -> tvm.IRModule
         lines.append(f"    for j in range({n}):")
         lines.append(f"        A[({k} * 13 + j) % 4096] = t{k}[{n - 1} - j]")
     func = tvm.script.from_source("\n".join(lines))
-    captured = {}
-
-    @tvm.instrument.pass_instrument
-    class Capture:
-        def run_before_pass(self, mod, info):
-            if info.name == "tirx.LowerTVMBuiltin":
-                captured["host"] = mod
-
-    with tvm.transform.PassContext(instruments=[Capture()]):
-        tvm.compile(tvm.IRModule({"main": func}), target="llvm", tir_pipeline="s_tir")
-    return captured["host"]
+    return capture_ir(func, "tirx.LowerTVMBuiltin", "llvm", tir_pipeline="s_tir")
 
 
 def pass_times(passes: list, mod, repeat: int) -> list[float]:

@@ -13,6 +13,7 @@ from tvm_memplan.analysis import allocation_plan, placement_counts
 from tvm_memplan.testing import (
     c_stack_arrays,
     c_workspace_allocations,
+    capture_ir,
     compile_and_run,
     random_args,
     random_kernel,
@@ -181,22 +182,12 @@ def test_disable_lower_builtin_survives_the_pipeline(target):
     config = {"tvm_memplan.max_stack_alloca": 0}
     args = random_args(with_unlowered, seed=5)
     want, stock_lib = compile_and_run(with_unlowered, args, target, "s_tir")
-    lowered = {}
-
-    @tvm.instrument.pass_instrument
-    class Capture:
-        def run_after_pass(self, mod, info):
-            if info.name == "tvm_memplan.LowerTVMBuiltin":
-                lowered["host"] = mod
-
-    with tvm.transform.PassContext(config=config, instruments=[Capture()]):
-        lib = tvm.compile(
-            tvm.IRModule({"main": with_unlowered}), target=target, tir_pipeline="memplan"
-        )
-    got, _ = compile_and_run(with_unlowered, args, target, "memplan", config)
+    got, lib = compile_and_run(with_unlowered, args, target, "memplan", config)
     np.testing.assert_array_equal(got[1], want[1])
-    script = lowered["host"].script()
-    assert 'annotations={"disable_lower_builtin": 1}' in script
+    host = capture_ir(
+        with_unlowered, "tvm_memplan.LowerTVMBuiltin", target, "memplan", config, after=True
+    )
+    assert 'annotations={"disable_lower_builtin": 1}' in host.script()
     if target == "c":
         assert c_stack_arrays(lib.mod.inspect_source()) == [("K_ptr", 4)]
         assert c_workspace_allocations(lib.mod.inspect_source()) == 1

@@ -15,6 +15,7 @@ from tvm.script import tirx as T
 import tvm_memplan
 from tvm_memplan.testing import (
     assert_ir_equal,
+    capture_ir,
     compile_and_run,
     random_args,
     random_kernel,
@@ -519,19 +520,9 @@ def test_private_helper_with_workspace_runs(target):
 # ---- properties on real host functions -------------------------------------------------------
 
 
-def host_module(func, target="llvm"):
+def host_module(func):
     """`func` as the stock pipeline hands it to LowerTVMBuiltin: packed API, device attributes."""
-    captured = {}
-
-    @tvm.instrument.pass_instrument
-    class Capture:
-        def run_before_pass(self, mod, info):
-            if info.name == "tirx.LowerTVMBuiltin":
-                captured["host"] = mod
-
-    with tvm.transform.PassContext(instruments=[Capture()]):
-        tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="s_tir")
-    return captured["host"]
+    return capture_ir(func, "tirx.LowerTVMBuiltin", tir_pipeline="s_tir")
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -115,6 +115,39 @@ def compile_and_run(
     return [t.numpy() for t in tensors], lib
 
 
+def capture_ir(
+    func_or_mod,
+    pass_name: str,
+    target="llvm",
+    tir_pipeline: str = "default",
+    config: dict | None = None,
+    after: bool = False,
+) -> tvm.IRModule:
+    """The module `tvm.compile` hands to the pass named `pass_name` (or, with `after`, the one
+    the pass returns), e.g. ``capture_ir(func, "tirx.LowerTVMBuiltin")``: the packed host
+    functions as TVM's LowerTVMBuiltin sees them."""
+    mod = func_or_mod
+    if isinstance(mod, tvm.tirx.PrimFunc):
+        mod = tvm.IRModule({"main": _named(mod)})
+    captured = []
+
+    @tvm.instrument.pass_instrument
+    class Capture:
+        def run_before_pass(self, ir, info):
+            if not after and info.name == pass_name:
+                captured.append(ir)
+
+        def run_after_pass(self, ir, info):
+            if after and info.name == pass_name:
+                captured.append(ir)
+
+    with tvm.transform.PassContext(config=config or {}, instruments=[Capture()]):
+        tvm.compile(mod, target=target, tir_pipeline=tir_pipeline)
+    if not captured:
+        raise ValueError(f"tvm.compile did not run a pass named {pass_name}")
+    return captured[-1]
+
+
 _C_ARRAY = re.compile(r"^\s*[A-Za-z_][\w ]*?\b(\w+)\[(\d+)\];\s*$", re.MULTILINE)
 _C_WORKSPACE = re.compile(r"\bTVMBackendAllocWorkspace\(")
 
