@@ -31,18 +31,27 @@ std::string OpName(const ObjectRef& op) {
 std::string Call::op_name() const { return OpName(op()); }
 
 namespace {
-/*! \brief The ir.Op named `name`, looked up once per name (the names come from schema.def). */
-const ObjectRef& OpNamed(const char* name) {
+/*! \brief The ir.Op named `name` (a null ref when TVM has none), looked up once per name. */
+ObjectRef OpNamed(const char* name) {
   static std::mutex mutex;
   static std::unordered_map<const char*, ObjectRef> ops;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = ops.find(name);
-  if (it == ops.end()) it = ops.emplace(name, func::GetOp(String(name)).cast<ObjectRef>()).first;
-  return it->second;
+  if (it != ops.end()) return it->second;
+  ObjectRef op;
+  try {
+    op = func::GetOp(String(name)).cast<ObjectRef>();
+  } catch (const ffi::Error&) {
+    // Not registered: no call is a call to it.
+  }
+  return ops.emplace(name, op).first->second;
 }
 }  // namespace
 
-bool Call::IsOp(const char* name) const { return op().same_as(OpNamed(name)); }
+bool Call::IsOp(const char* name) const {
+  ObjectRef op = OpNamed(name);
+  return op.defined() && this->op().same_as(op);
+}
 
 Call Call::WithType(const ObjectRef& type) const {
   return Call(WithFields(ref_, {{&field::Expr_ty, type}}));

@@ -8,8 +8,8 @@
  *
  * \code
  *   SetTargetKindAttr("llvm", "max_stack_alloca", int64_t{1024});
- *   // TVM's own lookup now sees it: tvm.target.Target("llvm").kind.get_attr("max_stack_alloca")
- *   RegisterPassConfigOption("tvm_memplan.max_stack_alloca", "IntImm", Validate);
+ *   // TVM's own lookup now sees it: tvm.target.Target("llvm").get_kind_attr("max_stack_alloca")
+ *   RegisterPassConfigOption("tvm_memplan.max_stack_alloca", "int", Validate);
  *   // tvm.transform.PassContext(config={"tvm_memplan.max_stack_alloca": 0}) now validates it
  * \endcode
  *

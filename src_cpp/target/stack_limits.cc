@@ -33,16 +33,24 @@ std::atomic<bool>& KindAttrRegistered(const StackOption& option) {
   return &option == &kMaxStackAlloca ? alloca_registered : bytes_registered;
 }
 
-/*! \brief `value` as bytes; ValueError naming `where` unless it is an integer >= 0. */
-int64_t CheckBytes(const ffi::AnyView& value, const StackOption& option, const std::string& where) {
+/*!
+ * \brief `value` as bytes; ValueError naming where it was set (`where()`, only built for the
+ *        message) unless it is an integer >= 0.
+ */
+template <typename Where>
+int64_t CheckBytes(const ffi::AnyView& value, const StackOption& option, Where where) {
   // Exactly an integer: a Python bool would convert silently.
   if (value.type_index() == ffi::TypeIndex::kTVMFFIInt) {
     int64_t bytes = value.cast<int64_t>();
     if (bytes >= 0) return bytes;
   }
-  TVM_FFI_THROW(ValueError) << option.name << " must be an integer >= 0 (bytes), but " << where
+  TVM_FFI_THROW(ValueError) << option.name << " must be an integer >= 0 (bytes), but " << where()
                             << " sets it to " << ir::ToString(value);
   TVM_FFI_UNREACHABLE();
+}
+
+std::string PassConfigPlace(const StackOption& option) {
+  return std::string("PassContext option ") + option.pass_config;
 }
 
 ffi::ObjectRef KindOf(const ffi::ObjectRef& target) {
@@ -64,28 +72,30 @@ ffi::ObjectRef CheckTarget(const ffi::ObjectRef& target, const char* context) {
 ResolvedLimit Resolve(const StackOption& option, const ffi::ObjectRef& target,
                       const ffi::ObjectRef& pass_context) {
   if (std::optional<ffi::Any> value = ir::PassConfigValue(pass_context, option.pass_config)) {
-    std::string where = std::string("PassContext option ") + option.pass_config;
-    return {&option, CheckBytes(*value, option, where), LimitSource::kPassContext};
+    int64_t bytes = CheckBytes(*value, option, [&]() { return PassConfigPlace(option); });
+    return {&option, bytes, LimitSource::kPassContext};
   }
   if (!target.defined()) return {&option, option.default_value, LimitSource::kDefault};
   auto attrs = field::Target_attrs.Get<ffi::Map<ffi::String, ffi::Any>>(target);
   if (auto it = attrs.find(ffi::String(option.target_attr)); it != attrs.end()) {
-    std::string where =
-        "target attribute " + std::string(option.target_attr) + " of " + ir::ToString(target);
-    return {&option, CheckBytes((*it).second, option, where), LimitSource::kTarget};
+    int64_t bytes = CheckBytes((*it).second, option, [&]() {
+      return "target attribute " + std::string(option.target_attr) + " of " + ir::ToString(target);
+    });
+    return {&option, bytes, LimitSource::kTarget};
   }
   if (KindAttrRegistered(option).load()) {
     ffi::Any value = func::TargetKindGetAttr(KindOf(target), ffi::String(option.name));
     if (value != nullptr) {
-      std::string where = "the attribute of target kind " + KindName(target);
-      return {&option, CheckBytes(value, option, where), LimitSource::kTargetKind};
+      int64_t bytes = CheckBytes(
+          value, option, [&]() { return "the attribute of target kind " + KindName(target); });
+      return {&option, bytes, LimitSource::kTargetKind};
     }
   }
   return {&option, option.default_value, LimitSource::kDefault};
 }
 
 ffi::Any LegalizeOption(const StackOption& option, ffi::Any value) {
-  return CheckBytes(value, option, std::string("PassContext option ") + option.pass_config);
+  return CheckBytes(value, option, [&]() { return PassConfigPlace(option); });
 }
 
 ffi::Optional<int64_t> ToFFI(const ResolvedLimit& limit) {
@@ -178,7 +188,8 @@ void RegisterStackOptions() {
 }
 
 void SetKindStackOption(const StackOption& option, const std::string& kind_name, ffi::Any nbytes) {
-  int64_t bytes = CheckBytes(nbytes, option, "set_kind_" + std::string(option.name));
+  int64_t bytes =
+      CheckBytes(nbytes, option, [&]() { return "set_kind_" + std::string(option.name); });
   if (!TargetKindExists(kind_name)) {
     TVM_FFI_THROW(ValueError) << "set_kind_" << option.name << ": TVM has no target kind `"
                               << kind_name << "`";
