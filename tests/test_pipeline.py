@@ -6,6 +6,8 @@ import threading
 import numpy as np
 import pytest
 import tvm
+from tvm.script import ir as I
+from tvm.script import relax as R
 from tvm.script import tirx as T
 
 from tvm_memplan import pipeline
@@ -263,6 +265,35 @@ def test_without_storage_rewrite_the_rules_still_hold():
     got, lib = compile_and_run(with_unlowered, args, "c", "memplan", config)
     np.testing.assert_array_equal(got[1], want[1])
     assert c_stack_arrays(lib.mod.inspect_source()) == [("K_ptr", 4)]
+
+
+@I.ir_module
+class RelaxModel:
+    @T.prim_func(private=True)
+    def reverse_scaled(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        L = T.alloc_buffer((64,), "float32", scope="local")
+        for i in range(64):
+            L[i] = A[i] * T.float32(2)
+        for i in range(64):
+            B[i] = L[63 - i]
+
+    @R.function
+    def main(x: R.Tensor((64,), "float32")):
+        cls = RelaxModel
+        y = R.call_tir(cls.reverse_scaled, (x,), out_ty=R.Tensor((64,), "float32"))
+        return y
+
+
+@pytest.mark.parametrize("limit, workspace_calls", [(0, 1), (1024, 0)])
+def test_relax_build_uses_the_pipeline_for_its_tir(limit, workspace_calls):
+    config = {"tvm_memplan.max_stack_alloca": limit}
+    host = capture_ir(RelaxModel, "tvm_memplan.LowerTVMBuiltin", "llvm", "memplan", config, True)
+    assert host.script().count("T.TVMBackendAllocWorkspace(") == workspace_calls
+    with tvm.transform.PassContext(config=config):
+        executable = tvm.compile(RelaxModel, target="llvm", tir_pipeline="memplan")
+    vm = tvm.relax.VirtualMachine(executable, tvm.cpu())
+    x = np.arange(64, dtype="float32")
+    np.testing.assert_array_equal(vm["main"](tvm.runtime.tensor(x)).numpy(), x[::-1] * 2)
 
 
 # ---- the substitution mechanism -----------------------------------------------------------------
