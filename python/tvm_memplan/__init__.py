@@ -1,10 +1,11 @@
 """tvm-memplan: memory-planning passes for Apache TVM 0.27.
 
-Importing the package imports TVM, loads the C++ core and checks it against the running TVM
-(see ``_lib``); nothing else happens at import time.
+Importing the package imports TVM, loads the C++ core, checks it against the running TVM and
+registers its PassContext options and target-kind attributes (see ``_lib``), and registers the
+``"memplan"`` TIR pipeline (see ``pipeline``); nothing else happens at import time.
 """
 
-from . import analysis, transform
+from . import analysis, pipeline, target, transform
 from ._lib import SUPPORTED_TVM_VERSION, SchemaQuery, check_schema
 
 __version__ = "0.1.0"
@@ -15,5 +16,7 @@ __all__ = [
     "__version__",
     "analysis",
     "check_schema",
+    "pipeline",
+    "target",
     "transform",
 ]

@@ -43,14 +43,15 @@ LIB = _load_library()
 
 @dataclass
 class SchemaQuery:
-    """TVM names to check: type keys, (type key, field), (global, signature), op names and
-    PassContext option keys."""
+    """TVM names to check: type keys, (type key, field), (global, signature), op names,
+    PassContext option keys and mangled C++ symbols exported by libtvm_compiler.so."""
 
     types: list[str] = field(default_factory=list)
     fields: list[tuple[str, str]] = field(default_factory=list)
     globals: list[tuple[str, str]] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)
     configs: list[str] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)
 
 
 def check_schema(query: SchemaQuery | None = None) -> list[str]:
@@ -65,6 +66,7 @@ def check_schema(query: SchemaQuery | None = None) -> list[str]:
             [list(g) for g in query.globals],
             list(query.ops),
             list(query.configs),
+            list(query.symbols),
         )
     )
 
@@ -90,3 +92,6 @@ def verify_compatible(query: SchemaQuery | None = None) -> None:
 
 
 verify_compatible()
+# What TVM registers at its own load time for its options: PassContext keys and target-kind
+# attributes (tvm_memplan.target documents them).
+tvm_ffi.get_global_func("tvm_memplan.target.RegisterOptions")()

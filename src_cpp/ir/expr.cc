@@ -45,6 +45,10 @@ ObjectRef IntConst(const ObjectRef& like, int64_t value) { return IntConst(DType
 
 ObjectRef BoolConst(bool value) { return IntConst(DLDataType{kDLBool, 1, 1}, value ? 1 : 0); }
 
+ObjectRef StringConst(const std::string& value) {
+  return func::MakeStringImm(String(value), nullptr).cast<ObjectRef>();
+}
+
 ObjectRef Add(const ObjectRef& a, const ObjectRef& b) { return Binary(func::OpAdd, a, b); }
 ObjectRef Sub(const ObjectRef& a, const ObjectRef& b) { return Binary(func::OpSub, a, b); }
 ObjectRef Mul(const ObjectRef& a, const ObjectRef& b) { return Binary(func::OpMul, a, b); }
@@ -74,6 +78,14 @@ ObjectRef AsCondition(const ObjectRef& cond) {
   DLDataType dtype = DTypeOf(cond);
   if (dtype.code == kDLBool) return cond;
   return NE(cond, IntConst(dtype, 0));
+}
+
+ObjectRef PrimTypeOf(DLDataType dtype) { return func::MakePrimType(dtype).cast<ObjectRef>(); }
+
+ObjectRef CallOp(DLDataType dtype, const char* op_name, const Array<ObjectRef>& args) {
+  ObjectRef op = func::GetOp(String(op_name)).cast<ObjectRef>();
+  return func::MakeCall(PrimTypeOf(dtype), op, args, nullptr, Array<ObjectRef>{}, nullptr)
+      .cast<ObjectRef>();
 }
 
 ObjectRef MakeRange(const ObjectRef& min, const ObjectRef& extent) {

@@ -32,6 +32,8 @@ ObjectRef IntConst(DLDataType dtype, int64_t value);
 ObjectRef IntConst(const ObjectRef& like, int64_t value);
 /*! \brief A boolean constant. */
 ObjectRef BoolConst(bool value);
+/*! \brief A string constant (ir.StringImm). */
+ObjectRef StringConst(const std::string& value);
 
 ObjectRef Add(const ObjectRef& a, const ObjectRef& b);
 ObjectRef Sub(const ObjectRef& a, const ObjectRef& b);
@@ -54,6 +56,12 @@ ObjectRef Not(const ObjectRef& a);
  * \brief `cond` as a boolean: a non-bool condition such as `if i:` becomes `i != 0`.
  */
 ObjectRef AsCondition(const ObjectRef& cond);
+
+/*! \brief The ir.PrimType of `dtype`. */
+ObjectRef PrimTypeOf(DLDataType dtype);
+
+/*! \brief A call to operator `op_name` returning `dtype` (e.g. a TIR builtin). */
+ObjectRef CallOp(DLDataType dtype, const char* op_name, const Array<ObjectRef>& args);
 
 /*! \brief An ir.Range from `min` and `extent`. */
 ObjectRef MakeRange(const ObjectRef& min, const ObjectRef& extent);

@@ -87,7 +87,10 @@ class Call : public NodeView {
   }
   /*! \brief The operator name, or "" when the callee is not an ir.Op. */
   std::string op_name() const;
-  bool IsOp(const char* name) const { return op_name() == name; }
+  /*! \brief Whether the callee is the operator `name` (an identity test: ops are singletons). */
+  bool IsOp(const char* name) const;
+  /*! \brief The same call with return type `type`. */
+  Call WithType(const ObjectRef& type) const;
 };
 
 /*! \brief The name of an ir.Op, or "" for anything else. */

@@ -4,6 +4,7 @@
  */
 #include "ir/reflection.h"
 
+#include <dlfcn.h>
 #include <tvm/ffi/reflection/accessor.h>
 
 #include <cstring>
@@ -47,6 +48,12 @@ const TVMFFIFieldInfo* LookupField(int32_t type_index, const char* name) {
   return found;
 }
 
+void* LookupExportedSymbol(const char* mangled) {
+  // RTLD_NOLOAD: only find the library `import tvm` loaded, never load a second copy.
+  static void* library = dlopen(kTVMCompilerLibrary, RTLD_LAZY | RTLD_NOLOAD);
+  return library == nullptr ? nullptr : dlsym(library, mangled);
+}
+
 }  // namespace
 
 int32_t TypeKey::index() const {
@@ -66,10 +73,14 @@ bool TypeKey::IsInstance(int32_t type_index) const {
   int32_t mine = index();
   if (type_index == mine) return true;
   if (type_index < ffi::TypeIndex::kTVMFFIStaticObjectBegin) return false;
-  const TVMFFITypeInfo* my_info = TVMFFIGetTypeInfo(mine);
+  // Called for every node of every walk: keep it to one lookup.
+  int32_t depth = depth_.load(std::memory_order_relaxed);
+  if (TVM_FFI_PREDICT_FALSE(depth < 0)) {
+    depth = TVMFFIGetTypeInfo(mine)->type_depth;
+    depth_.store(depth, std::memory_order_relaxed);
+  }
   const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(type_index);
-  return info->type_depth > my_info->type_depth &&
-         info->type_ancestors[my_info->type_depth]->type_index == mine;
+  return info->type_depth > depth && info->type_ancestors[depth]->type_index == mine;
 }
 
 const TVMFFIFieldInfo* FieldKey::info() const {
@@ -121,6 +132,23 @@ const Function& GlobalFunc::get() const {
 }
 
 bool GlobalFunc::Exists() const { return Function::GetGlobal(name_).has_value(); }
+
+void* ExportedSymbol::address() const {
+  void* address = address_.load(std::memory_order_acquire);
+  if (TVM_FFI_PREDICT_TRUE(address != nullptr)) return address;
+  address = LookupExportedSymbol(mangled_);
+  if (address == nullptr) {
+    ThrowUnsupported(std::string("TVM does not export the C++ symbol `") + mangled_ + "` from " +
+                     kTVMCompilerLibrary);
+  }
+  address_.store(address, std::memory_order_release);
+  return address;
+}
+
+bool ExportedSymbol::Exists() const {
+  return address_.load(std::memory_order_acquire) != nullptr ||
+         LookupExportedSymbol(mangled_) != nullptr;
+}
 
 std::string TypeKeyOf(int32_t type_index) { return ffi::TypeIndexToTypeKey(type_index); }
 

@@ -13,6 +13,9 @@
  *   if (kFor.IsInstance(node)) body = kForBody.Get(node);
  * \endcode
  *
+ * A fourth handle, ExportedSymbol, reaches the few C++ functions that TVM exports but registers no
+ * global function for (registering target-kind attributes and PassContext options).
+ *
  * Handles are declared in one place only (schema.def, expanded by schema.h); pass code uses the
  * typed views built on them. Resolution is lazy because the keys exist only once `import tvm`
  * has run, and every failure names the key, the field or the function and the TVM version we
@@ -70,6 +73,7 @@ class TypeKey {
  private:
   const char* key_;
   mutable std::atomic<int32_t> index_{-1};
+  mutable std::atomic<int32_t> depth_{-1};  // in the type hierarchy, for IsInstance
 };
 
 /*! \brief A reflected field of a TVM node type (found on the type or one of its ancestors). */
@@ -131,6 +135,38 @@ class GlobalFunc {
   mutable std::once_flag once_;
   mutable Function func_;
 };
+
+/*!
+ * \brief A C++ function exported by TVM's compiler library, found with dlsym on first use.
+ *
+ * The mangled name pins the parameter types (a changed signature is a missing symbol, which the
+ * self-check reports at import), not the return type: declare the pointer type next to the use,
+ * from the demangled declaration recorded in schema.def.
+ */
+class ExportedSymbol {
+ public:
+  explicit constexpr ExportedSymbol(const char* mangled) : mangled_(mangled) {}
+  ExportedSymbol(const ExportedSymbol&) = delete;
+  ExportedSymbol& operator=(const ExportedSymbol&) = delete;
+
+  const char* mangled() const { return mangled_; }
+  /*! \brief The symbol's address; throws naming the symbol when TVM does not export it. */
+  void* address() const;
+  /*! \brief Whether the loaded TVM exports the symbol (never throws). */
+  bool Exists() const;
+  /*! \brief The address as a function pointer of type `F`. */
+  template <typename F>
+  F As() const {
+    return reinterpret_cast<F>(address());
+  }
+
+ private:
+  const char* mangled_;
+  mutable std::atomic<void*> address_{nullptr};
+};
+
+/*! \brief The library ExportedSymbols are looked up in (already loaded by `import tvm`). */
+inline constexpr const char* kTVMCompilerLibrary = "libtvm_compiler.so";
 
 /*! \brief `type.key` of a runtime type index, for messages. */
 std::string TypeKeyOf(int32_t type_index);

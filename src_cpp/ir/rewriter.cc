@@ -16,8 +16,21 @@ Rewriter& Rewriter::RemapVar(const ObjectRef& var, const ObjectRef& replacement)
   if (!type::Var.IsInstance(var)) {
     TVM_FFI_THROW(TypeError) << "RemapVar: expected an ir.Var, got `" << TypeKeyOf(var) << "`";
   }
+  if (skip_expressions_) {
+    TVM_FFI_THROW(InternalError)
+        << "Rewriter: RemapVar needs the expressions SkipExpressions skips";
+  }
   keep_alive_.push_back(var);
   var_map_[var.get()] = replacement;
+  return *this;
+}
+
+Rewriter& Rewriter::SkipExpressions() {
+  if (!var_map_.empty()) {
+    TVM_FFI_THROW(InternalError)
+        << "Rewriter: RemapVar needs the expressions SkipExpressions skips";
+  }
+  skip_expressions_ = true;
   return *this;
 }
 
@@ -32,6 +45,7 @@ ObjectRef Rewriter::operator()(const ObjectRef& root) const {
           return it == var_map_.end() ? Any(ffi::Unchanged()) : Any(it->second);
         }
         if (type::Type.IsInstance(t) || type::Op.IsInstance(t)) return ffi::Unchanged();
+        if (skip_expressions_ && type::Expr.IsInstance(t)) return ffi::Unchanged();
         Any mutated = mutator->DefaultMutateExpected(node).value().ValueOrUnchanged(AnyView(node));
         if (hooks_.empty()) return mutated;
         auto current = mutated.try_cast<ObjectRef>();

@@ -44,6 +44,12 @@ class Rewriter {
     return *this;
   }
 
+  /*!
+   * \brief Do not descend into expressions: for hooks on statements only, which then cost a walk
+   *        over the statements. Not with RemapVar (the uses of a var are in expressions).
+   */
+  Rewriter& SkipExpressions();
+
   /*! \brief Rewrite `root`; returns `root` itself when nothing changed. */
   ObjectRef operator()(const ObjectRef& root) const;
 
@@ -51,6 +57,7 @@ class Rewriter {
   std::unordered_map<const Object*, ObjectRef> var_map_;
   std::vector<ObjectRef> keep_alive_;  // the remapped vars, so their addresses stay unique
   std::vector<std::pair<bool (*)(const ObjectRef&), Hook>> hooks_;
+  bool skip_expressions_ = false;
 };
 
 /*! \brief `expr` with each var of `var_map` replaced by its value. */

@@ -72,12 +72,16 @@ SchemaQuery BuiltinSchema() {
 #define TVM_MEMPLAN_GLOBAL(Name, name, signature) query.globals.emplace_back(name, signature);
 #define TVM_MEMPLAN_OP(Name, name) query.ops.push_back(name);
 #define TVM_MEMPLAN_CONFIG(Name, key) query.configs.push_back(key);
+#define TVM_MEMPLAN_ATTR(Name, key)
+#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration) query.symbols.push_back(mangled);
 #include "ir/schema.def"
 #undef TVM_MEMPLAN_TYPE
 #undef TVM_MEMPLAN_FIELD
 #undef TVM_MEMPLAN_GLOBAL
 #undef TVM_MEMPLAN_OP
 #undef TVM_MEMPLAN_CONFIG
+#undef TVM_MEMPLAN_ATTR
+#undef TVM_MEMPLAN_SYMBOL
   return query;
 }
 
@@ -121,6 +125,11 @@ std::vector<std::string> CheckSchema(const SchemaQuery& query) {
       }
     }
   }
+  for (const std::string& mangled : query.symbols) {
+    if (!ExportedSymbol(mangled.c_str()).Exists()) {
+      problems.push_back("C++ symbol `" + mangled + "` is not exported by " + kTVMCompilerLibrary);
+    }
+  }
   return problems;
 }
 
@@ -128,7 +137,7 @@ namespace {
 
 SchemaQuery QueryFromFFI(const Array<String>& types, const Array<Array<String>>& fields,
                          const Array<Array<String>>& globals, const Array<String>& ops,
-                         const Array<String>& configs) {
+                         const Array<String>& configs, const Array<String>& symbols) {
   SchemaQuery query;
   for (const String& t : types) query.types.emplace_back(t);
   for (const Array<String>& f : fields) {
@@ -143,6 +152,7 @@ SchemaQuery QueryFromFFI(const Array<String>& types, const Array<Array<String>>&
   }
   for (const String& o : ops) query.ops.emplace_back(o);
   for (const String& c : configs) query.configs.emplace_back(c);
+  for (const String& s : symbols) query.symbols.emplace_back(s);
   return query;
 }
 
@@ -160,8 +170,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       .def("tvm_memplan.ir.SelfCheck", []() { return ToFFI(CheckSchema(BuiltinSchema())); })
       .def("tvm_memplan.ir.CheckSchema",
            [](Array<String> types, Array<Array<String>> fields, Array<Array<String>> globals,
-              Array<String> ops, Array<String> configs) {
-             return ToFFI(CheckSchema(QueryFromFFI(types, fields, globals, ops, configs)));
+              Array<String> ops, Array<String> configs, Array<String> symbols) {
+             return ToFFI(CheckSchema(QueryFromFFI(types, fields, globals, ops, configs, symbols)));
            })
       .def("tvm_memplan.ir.GlobalSignature",
            [](String name) { return String(GlobalSignature(name)); })

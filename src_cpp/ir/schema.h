@@ -7,6 +7,7 @@
  *     ObjectRef body = schema::field::For_body.Get<ObjectRef>(node);
  *   }
  *   ObjectRef sum = schema::func::OpAdd(a, b, nullptr).cast<ObjectRef>();
+ *   auto update = schema::symbol::TargetKindRegEntryUpdateAttr.As<void (*)(...)>();
  * \endcode
  *
  * Pass code should prefer the typed views (tir.h, relax.h), which are written on these handles.
@@ -29,12 +30,16 @@ namespace type {
 #define TVM_MEMPLAN_GLOBAL(Name, name, signature)
 #define TVM_MEMPLAN_OP(Name, name)
 #define TVM_MEMPLAN_CONFIG(Name, key)
+#define TVM_MEMPLAN_ATTR(Name, key)
+#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
 #undef TVM_MEMPLAN_TYPE
 #undef TVM_MEMPLAN_FIELD
 #undef TVM_MEMPLAN_GLOBAL
 #undef TVM_MEMPLAN_OP
 #undef TVM_MEMPLAN_CONFIG
+#undef TVM_MEMPLAN_ATTR
+#undef TVM_MEMPLAN_SYMBOL
 }  // namespace type
 
 namespace field {
@@ -44,12 +49,16 @@ namespace field {
 #define TVM_MEMPLAN_GLOBAL(Name, name, signature)
 #define TVM_MEMPLAN_OP(Name, name)
 #define TVM_MEMPLAN_CONFIG(Name, key)
+#define TVM_MEMPLAN_ATTR(Name, key)
+#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
 #undef TVM_MEMPLAN_TYPE
 #undef TVM_MEMPLAN_FIELD
 #undef TVM_MEMPLAN_GLOBAL
 #undef TVM_MEMPLAN_OP
 #undef TVM_MEMPLAN_CONFIG
+#undef TVM_MEMPLAN_ATTR
+#undef TVM_MEMPLAN_SYMBOL
 }  // namespace field
 
 namespace func {
@@ -58,12 +67,16 @@ namespace func {
 #define TVM_MEMPLAN_GLOBAL(Name, name, signature) inline const GlobalFunc Name(name);
 #define TVM_MEMPLAN_OP(Name, name)
 #define TVM_MEMPLAN_CONFIG(Name, key)
+#define TVM_MEMPLAN_ATTR(Name, key)
+#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
 #undef TVM_MEMPLAN_TYPE
 #undef TVM_MEMPLAN_FIELD
 #undef TVM_MEMPLAN_GLOBAL
 #undef TVM_MEMPLAN_OP
 #undef TVM_MEMPLAN_CONFIG
+#undef TVM_MEMPLAN_ATTR
+#undef TVM_MEMPLAN_SYMBOL
 }  // namespace func
 
 /*! \brief Operator names (ir.Op.name); compare against `OpName(call_op)`. */
@@ -73,12 +86,16 @@ namespace op {
 #define TVM_MEMPLAN_GLOBAL(Name, name, signature)
 #define TVM_MEMPLAN_OP(Name, name) inline constexpr const char* Name = name;
 #define TVM_MEMPLAN_CONFIG(Name, key)
+#define TVM_MEMPLAN_ATTR(Name, key)
+#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
 #undef TVM_MEMPLAN_TYPE
 #undef TVM_MEMPLAN_FIELD
 #undef TVM_MEMPLAN_GLOBAL
 #undef TVM_MEMPLAN_OP
 #undef TVM_MEMPLAN_CONFIG
+#undef TVM_MEMPLAN_ATTR
+#undef TVM_MEMPLAN_SYMBOL
 }  // namespace op
 
 /*! \brief PassContext option keys that TVM registers. */
@@ -88,13 +105,55 @@ namespace config {
 #define TVM_MEMPLAN_GLOBAL(Name, name, signature)
 #define TVM_MEMPLAN_OP(Name, name)
 #define TVM_MEMPLAN_CONFIG(Name, key) inline constexpr const char* Name = key;
+#define TVM_MEMPLAN_ATTR(Name, key)
+#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
 #undef TVM_MEMPLAN_TYPE
 #undef TVM_MEMPLAN_FIELD
 #undef TVM_MEMPLAN_GLOBAL
 #undef TVM_MEMPLAN_OP
 #undef TVM_MEMPLAN_CONFIG
+#undef TVM_MEMPLAN_ATTR
+#undef TVM_MEMPLAN_SYMBOL
 }  // namespace config
+
+/*! \brief Attribute and annotation keys TVM reads (function attrs, AttrStmt keys, annotations). */
+namespace attr {
+#define TVM_MEMPLAN_TYPE(Name, key)
+#define TVM_MEMPLAN_FIELD(TypeName, field)
+#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
+#define TVM_MEMPLAN_OP(Name, name)
+#define TVM_MEMPLAN_CONFIG(Name, key)
+#define TVM_MEMPLAN_ATTR(Name, key) inline constexpr const char* Name = key;
+#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
+#include "ir/schema.def"
+#undef TVM_MEMPLAN_TYPE
+#undef TVM_MEMPLAN_FIELD
+#undef TVM_MEMPLAN_GLOBAL
+#undef TVM_MEMPLAN_OP
+#undef TVM_MEMPLAN_CONFIG
+#undef TVM_MEMPLAN_ATTR
+#undef TVM_MEMPLAN_SYMBOL
+}  // namespace attr
+
+/*! \brief C++ functions exported by libtvm_compiler.so (see ExportedSymbol). */
+namespace symbol {
+#define TVM_MEMPLAN_TYPE(Name, key)
+#define TVM_MEMPLAN_FIELD(TypeName, field)
+#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
+#define TVM_MEMPLAN_OP(Name, name)
+#define TVM_MEMPLAN_CONFIG(Name, key)
+#define TVM_MEMPLAN_ATTR(Name, key)
+#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration) inline const ExportedSymbol Name(mangled);
+#include "ir/schema.def"
+#undef TVM_MEMPLAN_TYPE
+#undef TVM_MEMPLAN_FIELD
+#undef TVM_MEMPLAN_GLOBAL
+#undef TVM_MEMPLAN_OP
+#undef TVM_MEMPLAN_CONFIG
+#undef TVM_MEMPLAN_ATTR
+#undef TVM_MEMPLAN_SYMBOL
+}  // namespace symbol
 
 /*! \brief What the self-check may be asked about: names that need not be in schema.def. */
 struct SchemaQuery {
@@ -103,6 +162,7 @@ struct SchemaQuery {
   std::vector<std::pair<std::string, std::string>> globals;  // (name, signature or "")
   std::vector<std::string> ops;
   std::vector<std::string> configs;
+  std::vector<std::string> symbols;  // mangled C++ names
 };
 
 /*! \brief The query that covers every entry of schema.def. */
@@ -110,9 +170,9 @@ SchemaQuery BuiltinSchema();
 
 /*!
  * \brief Check names against the running TVM.
- * \return One human-readable line per problem (missing type, field, global, op or PassContext
- * option, or a global whose registered signature differs, or an unknown config key); empty when
- *         everything matches.
+ * \return One human-readable line per problem (missing type, field, global, op, PassContext
+ *         option or exported C++ symbol, or a global whose registered signature differs); empty
+ *         when everything matches.
  */
 std::vector<std::string> CheckSchema(const SchemaQuery& query);
 

@@ -7,6 +7,9 @@
 
 #include <tvm/ffi/extra/structural_equal.h>
 
+#include <mutex>
+#include <unordered_map>
+
 namespace tvm_memplan {
 namespace ir {
 
@@ -26,6 +29,33 @@ std::string OpName(const ObjectRef& op) {
 }
 
 std::string Call::op_name() const { return OpName(op()); }
+
+namespace {
+/*! \brief The ir.Op named `name` (a null ref when TVM has none), looked up once per name. */
+ObjectRef OpNamed(const char* name) {
+  static std::mutex mutex;
+  static std::unordered_map<const char*, ObjectRef> ops;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = ops.find(name);
+  if (it != ops.end()) return it->second;
+  ObjectRef op;
+  try {
+    op = func::GetOp(String(name)).cast<ObjectRef>();
+  } catch (const ffi::Error&) {
+    // Not registered: no call is a call to it.
+  }
+  return ops.emplace(name, op).first->second;
+}
+}  // namespace
+
+bool Call::IsOp(const char* name) const {
+  ObjectRef op = OpNamed(name);
+  return op.defined() && this->op().same_as(op);
+}
+
+Call Call::WithType(const ObjectRef& type) const {
+  return Call(WithFields(ref_, {{&field::Expr_ty, type}}));
+}
 
 std::string GlobalVarName(const ObjectRef& global_var) {
   return field::GlobalVar_name_hint.Get<String>(global_var);
@@ -163,6 +193,16 @@ std::optional<Buffer> Buffer::WithShape(const Array<ObjectRef>& new_shape) const
       func::MakeBufferVar(String(name()), new_type, field::Expr_span.Get(ref_)).cast<ObjectRef>());
 }
 
+Buffer Buffer::WithScope(const std::string& scope) const {
+  ObjectRef new_type = WithFields(type(), {{&field::BufferType_storage_scope, String(scope)}});
+  return Buffer(
+      func::MakeBufferVar(String(name()), new_type, field::Expr_span.Get(ref_)).cast<ObjectRef>());
+}
+
+ObjectRef BufferDataPointer(const Buffer& buffer) {
+  return func::MakeBufferData(buffer.ref()).cast<ObjectRef>();
+}
+
 std::optional<Buffer> BufferOfDataPointer(const ObjectRef& expr) {
   std::optional<Call> call = As<Call>(expr);
   if (!call || !call->IsOp(op::BufferData)) return std::nullopt;
@@ -181,6 +221,22 @@ PrimFunc PrimFunc::WithParamsAndBody(const Array<ObjectRef>& params, const Objec
   return PrimFunc(func::MakePrimFunc(params, body, field::PrimFunc_ret_type.Get(ref_),
                                      field::BaseFunc_attrs.Get(ref_), field::Expr_span.Get(ref_))
                       .cast<ObjectRef>());
+}
+
+bool PrimFunc::ReturnsNothing() const {
+  ObjectRef type = ret_type();
+  if (type::TupleType.IsInstance(type)) {
+    return field::TupleType_fields.Get<Array<ObjectRef>>(type).empty();
+  }
+  if (type::PrimType.IsInstance(type)) {
+    DLDataType dtype = field::PrimType_dtype.Get<DLDataType>(type);
+    return dtype.code == kDLOpaqueHandle && dtype.bits == 0;  // void
+  }
+  return false;
+}
+
+PrimFunc PrimFunc::WithRetType(const ObjectRef& ret_type) const {
+  return PrimFunc(WithFields(ref_, {{&field::PrimFunc_ret_type, ret_type}}));
 }
 
 std::string PrimFunc::global_symbol() const {
@@ -213,6 +269,10 @@ DeclBuffer DeclBuffer::WithBuffer(const Buffer& buffer) const {
   return DeclBuffer(WithFields(ref_, {{&field::DeclBuffer_buffer, buffer.ref()}}));
 }
 
+DeclBuffer DeclBuffer::WithData(const ObjectRef& data) const {
+  return DeclBuffer(WithFields(ref_, {{&field::DeclBuffer_data, data}}));
+}
+
 BufferStore BufferStore::WithAccess(const Buffer& buffer, const Array<ObjectRef>& indices) const {
   return BufferStore(WithFields(
       ref_, {{&field::BufferStore_buffer, buffer.ref()}, {&field::BufferStore_indices, indices}}));
@@ -233,6 +293,24 @@ std::string For::thread_tag() const {
 
 For For::WithBody(const ObjectRef& body) const {
   return For(WithFields(ref_, {{&field::For_body, body}}));
+}
+
+ObjectRef MakeEvaluate(const ObjectRef& value) {
+  return func::MakeEvaluate(value, nullptr).cast<ObjectRef>();
+}
+
+ObjectRef MakeIfThenElse(const ObjectRef& cond, const ObjectRef& then_case,
+                         const ObjectRef& else_case) {
+  return func::MakeIfThenElse(cond, then_case, else_case, nullptr).cast<ObjectRef>();
+}
+
+ObjectRef MakeReturn(const ObjectRef& value) {
+  return func::MakeReturn(value, nullptr).cast<ObjectRef>();
+}
+
+AttrStmt::AttrStmt(Any node, const std::string& attr_key, const ObjectRef& value,
+                   const ObjectRef& body)
+    : AttrStmt(func::MakeAttrStmt(node, String(attr_key), value, body, nullptr).cast<ObjectRef>()) {
 }
 
 AttrStmt AttrStmt::WithBody(const ObjectRef& body) const {

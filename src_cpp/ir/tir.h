@@ -54,6 +54,9 @@ class Buffer : public NodeView {
    *        than the default row-major one, which a plain reshape would break.
    */
   std::optional<Buffer> WithShape(const Array<ObjectRef>& new_shape) const;
+
+  /*! \brief A new buffer var of the same name, dtype, shape and layout in storage `scope`. */
+  Buffer WithScope(const std::string& scope) const;
 };
 
 /*! \brief tirx.PrimFunc. Params are ir.Vars; buffer params are Buffers. */
@@ -63,12 +66,16 @@ class PrimFunc : public NodeView {
     return schema::field::PrimFunc_params.Get<Array<ObjectRef>>(ref_);
   }
   ObjectRef body() const { return schema::field::PrimFunc_body.Get<ObjectRef>(ref_); }
+  /*! \brief The return type; an empty ir.TupleType when the function returns nothing. */
+  ObjectRef ret_type() const { return schema::field::PrimFunc_ret_type.Get<ObjectRef>(ref_); }
+  bool ReturnsNothing() const;
   PrimFunc WithBody(const ObjectRef& body) const;
   /*!
    * \brief A function with other parameters and body, same attributes and return type (built
    *        by the constructor, which recomputes the function's type from the parameters).
    */
   PrimFunc WithParamsAndBody(const Array<ObjectRef>& params, const ObjectRef& body) const;
+  PrimFunc WithRetType(const ObjectRef& ret_type) const;
   /*! \brief The `global_symbol` attribute, or "". */
   std::string global_symbol() const;
 };
@@ -93,6 +100,9 @@ class AllocBuffer : public NodeView {
 };
 AllocBuffer MakeAllocBuffer(const Buffer& buffer, const Map<String, Any>& annotations = {});
 
+/*! \brief `B.data`: the data pointer of buffer B, typed with B's dtype and scope. */
+ObjectRef BufferDataPointer(const Buffer& buffer);
+
 /*! \brief tirx.DeclBuffer: declares `buffer` over the memory of `data`. */
 class DeclBuffer : public NodeView {
   TVM_MEMPLAN_VIEW(DeclBuffer, schema::type::DeclBuffer)
@@ -103,6 +113,7 @@ class DeclBuffer : public NodeView {
   /*! \brief B when the data is `B.data` (a view of buffer B), else nullopt. */
   std::optional<Buffer> viewed_buffer() const;
   DeclBuffer WithBuffer(const Buffer& buffer) const;
+  DeclBuffer WithData(const ObjectRef& data) const;
 };
 
 /*! \brief B when `expr` is `B.data` (tirx.buffer_data(B)), else nullopt. */
@@ -166,6 +177,7 @@ class IterVar : public NodeView {
 
 class AttrStmt : public NodeView {
   TVM_MEMPLAN_VIEW(AttrStmt, schema::type::AttrStmt)
+  AttrStmt(Any node, const std::string& attr_key, const ObjectRef& value, const ObjectRef& body);
   Any node() const { return schema::field::AttrStmt_node.Get(ref_); }
   std::string attr_key() const { return schema::field::AttrStmt_attr_key.Get<String>(ref_); }
   ObjectRef value() const { return schema::field::AttrStmt_value.Get<ObjectRef>(ref_); }
@@ -185,6 +197,14 @@ class Evaluate : public NodeView {
   TVM_MEMPLAN_VIEW(Evaluate, schema::type::Evaluate)
   ObjectRef value() const { return schema::field::Evaluate_value.Get<ObjectRef>(ref_); }
 };
+
+/*! \brief `T.evaluate(value)`. */
+ObjectRef MakeEvaluate(const ObjectRef& value);
+/*! \brief `if cond: then_case [else: else_case]`. */
+ObjectRef MakeIfThenElse(const ObjectRef& cond, const ObjectRef& then_case,
+                         const ObjectRef& else_case = ObjectRef());
+/*! \brief `return value` (tirx.Return). */
+ObjectRef MakeReturn(const ObjectRef& value);
 
 /*! \brief tirx.Bind: `var = value` for the rest of the enclosing sequence (0.27's LetStmt). */
 class Bind : public NodeView {

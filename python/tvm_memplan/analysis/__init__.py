@@ -8,12 +8,16 @@ import tvm
 
 from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
+from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
 
 __all__ = [
     "Allocation",
+    "AllocationDecision",
     "InplaceCandidate",
+    "allocation_plan",
     "allocation_summary",
     "inplace_candidates",
+    "placement_counts",
     "total_bytes",
 ]
 

@@ -3,6 +3,10 @@ compare IR and compiled results. Not a stable API."""
 
 from __future__ import annotations
 
+import re
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import tvm
 import tvm_ffi
@@ -168,28 +172,20 @@ def assert_same_relax_results(
 _PLANNER = "StaticPlanBlockMemory"
 
 
-def default_build_until_planning() -> list[tvm.transform.Pass]:
-    """TVM's default Relax build sequence, read from the installed wheel's
-    ``tvm.relax.pipeline.default_build_pipeline``, up to and including StaticPlanBlockMemory."""
-    import inspect  # noqa: PLC0415
-    import re  # noqa: PLC0415
-
-    source = inspect.getsource(tvm.relax.pipeline.default_build_pipeline)
-    passes = []
-    for namespace, name in re.findall(r"\b(backend|transform)\.(\w+)\(\)", source):
-        owner = tvm.relax.backend if namespace == "backend" else tvm.relax.transform
-        passes.append(getattr(owner, name)())
-        if name == _PLANNER:
-            return passes
-    raise RuntimeError(f"{_PLANNER} is not in tvm.relax.pipeline.default_build_pipeline")
+def after_default_planning(mod: tvm.IRModule, target: str = "llvm") -> tvm.IRModule:
+    """The module as StaticPlanBlockMemory leaves it when TVM's default Relax build pipeline
+    (``relax.get_pipeline("default")``, what ``tvm.compile`` runs) transforms ``mod``."""
+    with tvm.target.Target(target):
+        return _capture_pass_ir(
+            lambda: tvm.relax.get_pipeline("default")(mod), _PLANNER, after=True, config=None
+        )
 
 
 def planned_bytes(mod: tvm.IRModule, target: str = "llvm") -> tuple[int, int]:
     """``(storage, outputs)`` bytes a module allocates after TVM's default build up to memory
     planning: ``R.memory.alloc_storage`` (planned storage) and ``R.builtin.alloc_tensor``
     (tensors the planner leaves alone, such as the function's outputs)."""
-    with tvm.target.Target(target):
-        planned = tvm.transform.Sequential(default_build_until_planning())(mod)
+    planned = after_default_planning(mod, target)
     storage = outputs = 0
 
     def visit(node):
@@ -206,3 +202,150 @@ def planned_bytes(mod: tvm.IRModule, target: str = "llvm") -> tuple[int, int]:
         if isinstance(func, tvm.relax.Function):
             tvm.relax.analysis.post_order_visit(func, visit)
     return storage, outputs
+
+
+# ---- allocation placement -----------------------------------------------------------------
+
+
+def workspace_allocation(dtype: str, nbytes: int, scope: str = "global", device_id=0):
+    """``T.TVMBackendAllocWorkspace(...)`` as LowerTVMBuiltin emits it on the CPU, typed as a
+    pointer to `dtype` in `scope` (the TVMScript shorthand loses that type). For expected IR:
+    ``G = T.decl_buffer((4,), "float32", data=workspace_allocation("float32", 16))``."""
+    from tvm.script import tirx as T
+
+    code, bits = tvm_ffi.dtype(dtype).type_code, tvm_ffi.dtype(dtype).bits
+    return T.call_intrin(
+        T.handle(dtype, scope).ty,
+        "tirx.TVMBackendAllocWorkspace",
+        1,
+        device_id,
+        T.uint64(nbytes),
+        code,
+        bits,
+    )
+
+
+def throw_last_error():
+    """``T.tvm_throw_last_error()`` typed int32 as LowerTVMBuiltin emits it (the TVMScript
+    shorthand types it void). For expected IR: ``T.evaluate(throw_last_error())``."""
+    from tvm.script import tirx as T
+
+    return T.call_intrin("int32", "tirx.tvm_throw_last_error")
+
+
+def compile_and_run(
+    func_or_mod,
+    args: list[np.ndarray],
+    target="llvm",
+    tir_pipeline: str = "default",
+    config: dict | None = None,
+):
+    """Compile a PrimFunc (or a module's "main") with `tir_pipeline` under PassContext `config`
+    and run it on copies of `args`.
+
+    Code for a target without a JIT (``"c"``) is built with ``export_library`` and loaded back.
+    Returns the arrays after the call and the ``tvm.runtime.Executable``.
+    """
+    mod = func_or_mod
+    if isinstance(mod, tvm.tirx.PrimFunc):
+        mod = tvm.IRModule({"main": _named(mod)})
+    with tvm.transform.PassContext(config=config or {}):
+        lib = tvm.compile(mod, target=target, tir_pipeline=tir_pipeline)
+    tensors = [tvm.runtime.tensor(a.copy()) for a in args]
+    if tvm.target.Target(target).kind.name == "c":
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "lib.so")
+            lib.export_library(path)
+            tvm.runtime.load_module(path)["main"](*tensors)
+    else:
+        lib["main"](*tensors)
+    return [t.numpy() for t in tensors], lib
+
+
+def _capture_pass_ir(run, pass_name: str, *, after: bool, config: dict | None) -> tvm.IRModule:
+    """Call ``run()`` under a PassContext (with ``config``) that records the module handed to
+    the pass named ``pass_name`` (or, with ``after``, the module it returns); returns the last
+    one recorded."""
+    captured = []
+
+    @tvm.instrument.pass_instrument
+    class Capture:
+        def run_before_pass(self, ir, info):
+            if not after and info.name == pass_name:
+                captured.append(ir)
+
+        def run_after_pass(self, ir, info):
+            if after and info.name == pass_name:
+                captured.append(ir)
+
+    with tvm.transform.PassContext(config=config or {}, instruments=[Capture()]):
+        run()
+    if not captured:
+        raise ValueError(f"no pass named {pass_name} ran")
+    return captured[-1]
+
+
+def capture_ir(
+    func_or_mod,
+    pass_name: str,
+    target="llvm",
+    tir_pipeline: str = "default",
+    config: dict | None = None,
+    after: bool = False,
+) -> tvm.IRModule:
+    """The module `tvm.compile` hands to the pass named `pass_name` (or, with `after`, the one
+    the pass returns), e.g. ``capture_ir(func, "tirx.LowerTVMBuiltin")``: the packed host
+    functions as TVM's LowerTVMBuiltin sees them."""
+    mod = func_or_mod
+    if isinstance(mod, tvm.tirx.PrimFunc):
+        mod = tvm.IRModule({"main": _named(mod)})
+    return _capture_pass_ir(
+        lambda: tvm.compile(mod, target=target, tir_pipeline=tir_pipeline),
+        pass_name,
+        after=after,
+        config=config,
+    )
+
+
+_C_ARRAY = re.compile(r"^\s*[A-Za-z_][\w ]*?\b(\w+)\[(\d+)\];\s*$", re.MULTILINE)
+_C_WORKSPACE = re.compile(r"\bTVMBackendAllocWorkspace\(")
+
+
+def c_stack_arrays(source: str) -> list[tuple[str, int]]:
+    """The arrays a C source declares without an initializer (``float t_ptr[16];``): the
+    buffers on the stack. TVM's own initialized arrays (assert messages) do not match."""
+    return [(name, int(size)) for name, size in _C_ARRAY.findall(source)]
+
+
+def c_workspace_allocations(source: str) -> int:
+    """How many ``TVMBackendAllocWorkspace`` calls a C source makes."""
+    return len(_C_WORKSPACE.findall(source))
+
+
+_RANDOM_KERNEL_DTYPES = {"float32": 4, "int32": 4, "uint8": 1}
+_RANDOM_KERNEL_ELEMENTS = [1, 3, 16, 64, 255, 256, 257, 300, 1024, 1025]
+
+
+def random_kernel(seed: int, scopes=("global", "local", "global.workspace", "global.stack")):
+    """A seeded random `main(A: float32[64])` that fills 1-6 temporaries (random scope from
+    `scopes`, dtype, size) from A and adds them all back into A, so that every temporary is live
+    to the end. Returns the PrimFunc and each temporary's (scope, bytes)."""
+    rng = np.random.default_rng(seed)
+    buffers = []
+    lines = ["@T.prim_func", 'def main(A: T.Buffer((64,), "float32")):']
+    for k in range(int(rng.integers(1, 7))):
+        dtype = str(rng.choice(list(_RANDOM_KERNEL_DTYPES)))
+        n = int(rng.choice(_RANDOM_KERNEL_ELEMENTS))
+        scope = str(rng.choice(list(scopes)))
+        buffers.append((f"X{k}", dtype, n, scope))
+        lines.append(f'    X{k} = T.alloc_buffer(({n},), "{dtype}", scope="{scope}")')
+    for name, dtype, n, _ in buffers:
+        lines.append(f"    for i in range({n}):")
+        # Through int32: float -> uint8 of a negative value is undefined behaviour in C and LLVM.
+        scaled = f'T.Cast("int32", A[i % 64] * T.float32({n % 7 + 1}))'
+        lines.append(f'        {name}[i] = T.Cast("{dtype}", {scaled})')
+    terms = " + ".join(f'T.Cast("float32", {name}[(i * 7) % {n}])' for name, _, n, _ in buffers)
+    lines.append("    for i in range(64):")
+    lines.append(f"        A[i] = A[i] + {terms}")
+    func = tvm.script.from_source("\n".join(lines))
+    return func, [(scope, n * _RANDOM_KERNEL_DTYPES[dtype]) for _, dtype, n, scope in buffers]

@@ -6,5 +6,14 @@ from .dataflow_use_inplace_calls import (
     InplaceStats,
     use_inplace_calls,
 )
+from .lower_tvm_builtin import LowerTVMBuiltin
+from .tag_allocation_placement import TagAllocationPlacement
 
-__all__ = ["DataflowUseInplaceCalls", "InplaceOptions", "InplaceStats", "use_inplace_calls"]
+__all__ = [
+    "DataflowUseInplaceCalls",
+    "InplaceOptions",
+    "InplaceStats",
+    "LowerTVMBuiltin",
+    "TagAllocationPlacement",
+    "use_inplace_calls",
+]

@@ -1,0 +1,75 @@
+"""Stack or workspace: the placement decision for each allocation of host code."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import tvm
+
+from . import _ffi_api
+
+__all__ = ["AllocationDecision", "allocation_plan", "placement_counts"]
+
+
+@dataclass(frozen=True)
+class AllocationDecision:
+    """Where one allocation lives once lowered, and why.
+
+    ``placement`` is ``"stack"`` (a plain allocation codegen puts on the stack),
+    ``"workspace"`` (``TVMBackendAllocWorkspace``/``TVMBackendFreeWorkspace``), ``"unlowered"``
+    (``disable_lower_builtin``: left as written) or ``"stock"`` (not host CPU memory: lowered by
+    TVM's own rule). ``reason`` names the rule and the limit that decided it. ``nbytes`` is None
+    when the size is not a compile-time constant.
+    """
+
+    function: str | None
+    name: str
+    kind: str
+    scope: str
+    dtype: str
+    shape: tuple
+    nbytes: int | None
+    placement: str
+    reason: str
+
+
+def _shape(extents) -> tuple:
+    return tuple(int(e) if isinstance(e, tvm.tirx.IntImm) else e for e in extents)
+
+
+def allocation_plan(mod_or_func, target=None) -> list[AllocationDecision]:
+    """The placement of every allocation of a PrimFunc, or of each PrimFunc of a module.
+
+    The decisions are those ``tvm_memplan.transform.LowerTVMBuiltin`` makes (see
+    ``docs/passes/lower_tvm_builtin.md``), under the current PassContext, for ``target`` (a
+    ``tvm.target.Target``, or anything it accepts) or, when ``target`` is None, each function's
+    own ``target`` attribute. Raises ValueError where the pass would (a ``"global.stack"``
+    allocation that cannot live on the stack).
+    """
+    if not isinstance(mod_or_func, tvm.tirx.PrimFunc | tvm.IRModule):
+        raise TypeError(
+            "allocation_plan expects a tvm.tirx.PrimFunc or a tvm.IRModule, "
+            f"got {type(mod_or_func).__name__}"
+        )
+    if target is not None and not isinstance(target, tvm.target.Target):
+        target = tvm.target.Target(target)
+    return [
+        AllocationDecision(
+            function=str(r["function"]) or None,
+            name=str(r["name"]),
+            kind=str(r["kind"]),
+            scope=str(r["scope"]),
+            dtype=str(r["dtype"]),
+            shape=_shape(r["shape"]),
+            nbytes=None if r["bytes"] is None else int(r["bytes"]),
+            placement=str(r["placement"]),
+            reason=str(r["reason"]),
+        )
+        for r in _ffi_api.allocation_plan(mod_or_func, target)
+    ]
+
+
+def placement_counts(plan: list[AllocationDecision]) -> dict[str, int]:
+    """How many allocations each placement got, e.g. ``{"stack": 3, "workspace": 1}``."""
+    return dict(Counter(d.placement for d in plan))

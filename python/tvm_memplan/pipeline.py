@@ -1,0 +1,163 @@
+"""The ``"memplan"`` TIR pipeline: TVM's ``"s_tir"`` pipeline with tvm-memplan's passes in place of
+the stock ones they improve.
+
+    import tvm_memplan  # registers the pipeline
+    lib = tvm.compile(mod, target="c", tir_pipeline="memplan")
+
+The pipeline is built from the stock factory, not from a copy of its pass list: while the stock
+pipeline runs, the pass constructors listed in ``MAIN_SUBSTITUTIONS`` and
+``HOST_FINALIZE_SUBSTITUTIONS`` return our passes instead (only on the compiling thread; TVM's
+module attributes are restored afterwards). A substitution that never happens is an error, so a
+TVM whose pipeline stops building a pass through its module fails loudly instead of compiling
+without our pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+
+import tvm
+
+from . import transform
+
+__all__ = [
+    "HOST_FINALIZE_SUBSTITUTIONS",
+    "MAIN_SUBSTITUTIONS",
+    "PIPELINE_NAME",
+    "STOCK_PIPELINE",
+    "Substitution",
+    "memplan_pipeline",
+]
+
+PIPELINE_NAME = "memplan"
+STOCK_PIPELINE = "s_tir"
+
+
+@dataclass(frozen=True)
+class Substitution:
+    """Use ``replace(stock_constructor, *args)`` wherever the stock pipeline calls
+    ``module.name(*args)`` to build a pass."""
+
+    module: ModuleType
+    name: str
+    replace: Callable[..., tvm.transform.Pass]
+    #: Whether the stock pipeline must have built this pass, given the PassContext.
+    required: Callable[[tvm.transform.PassContext], bool] = lambda ctx: True
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.module.__name__, self.name)
+
+
+def _before_storage_rewrite(stock_storage_rewrite):
+    # Placement is decided while the allocations are still as written: StorageRewrite merges and
+    # hoists them and drops their annotations. The decisions travel in scopes, which it keeps.
+    return tvm.transform.Sequential(
+        [transform.TagAllocationPlacement(), stock_storage_rewrite()],
+        name="tvm_memplan.StorageRewrite",
+    )
+
+
+# The passes of the main pipeline that "memplan" replaces. (Issue 3 adds CompactBufferAllocation:
+# Substitution(tvm.s_tir.transform, "CompactBufferAllocation", ...).)
+MAIN_SUBSTITUTIONS: tuple[Substitution, ...] = (
+    Substitution(
+        tvm.tirx.transform,
+        "StorageRewrite",
+        _before_storage_rewrite,
+        required=lambda ctx: not bool(ctx.config.get("tirx.disable_storage_rewrite", False)),
+    ),
+)
+
+# The passes of the host finalization that "memplan" replaces.
+HOST_FINALIZE_SUBSTITUTIONS: tuple[Substitution, ...] = (
+    Substitution(tvm.tirx.transform, "LowerTVMBuiltin", lambda stock: transform.LowerTVMBuiltin()),
+)
+
+
+# ---- substituting pass constructors, per thread ----------------------------------------------
+
+_lock = threading.Lock()
+_installed: dict[tuple[str, str], tuple[Callable, int]] = {}  # key -> (stock constructor, users)
+_active = threading.local()  # .table: key -> Substitution, .used: set of keys
+
+
+def _dispatching(key: tuple[str, str], stock: Callable) -> Callable:
+    @functools.wraps(stock)
+    def constructor(*args, **kwargs):
+        substitution = (getattr(_active, "table", None) or {}).get(key)
+        if substitution is None:
+            return stock(*args, **kwargs)
+        _active.used.add(key)
+        return substitution.replace(stock, *args, **kwargs)
+
+    return constructor
+
+
+@contextlib.contextmanager
+def _substituted(substitutions: tuple[Substitution, ...]):
+    """Within the block, on this thread, the constructors build our passes; yields the keys of
+    the substitutions that happened."""
+    with _lock:
+        for s in substitutions:
+            stock, users = _installed.get(s.key, (getattr(s.module, s.name), 0))
+            if users == 0:
+                setattr(s.module, s.name, _dispatching(s.key, stock))
+            _installed[s.key] = (stock, users + 1)
+    outer = getattr(_active, "table", None), getattr(_active, "used", None)
+    _active.table = {s.key: s for s in substitutions}
+    _active.used = set()
+    try:
+        yield _active.used
+    finally:
+        _active.table, _active.used = outer
+        with _lock:
+            for s in substitutions:
+                stock, users = _installed[s.key]
+                if users == 1:
+                    setattr(s.module, s.name, stock)
+                    del _installed[s.key]
+                else:
+                    _installed[s.key] = (stock, users - 1)
+
+
+def _check_used(substitutions: tuple[Substitution, ...], used: set) -> None:
+    ctx = tvm.transform.PassContext.current()
+    missing = [s for s in substitutions if s.key not in used and s.required(ctx)]
+    if missing:
+        names = ", ".join(f"{s.module.__name__}.{s.name}" for s in missing)
+        raise RuntimeError(
+            f'the "{PIPELINE_NAME}" TIR pipeline could not replace {names}: the stock '
+            f'"{STOCK_PIPELINE}" pipeline of this TVM no longer builds it through that module'
+        )
+
+
+def memplan_pipeline(**kwargs):
+    """The pipeline factory registered as ``"memplan"``: the stock ``"s_tir"`` factory's
+    ``(pipeline, finalize_host_passes, finalize_device_passes)`` with the substitutions."""
+    stock_main, stock_finalize_host, stock_finalize_device = tvm.tirx.get_tir_pipeline(
+        STOCK_PIPELINE, **kwargs
+    )
+
+    @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanPipeline")
+    def main(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        with _substituted(MAIN_SUBSTITUTIONS) as used:
+            mod = stock_main(mod)
+        _check_used(MAIN_SUBSTITUTIONS, used)
+        return mod
+
+    def finalize_host_passes():
+        with _substituted(HOST_FINALIZE_SUBSTITUTIONS) as used:
+            passes = stock_finalize_host()
+        _check_used(HOST_FINALIZE_SUBSTITUTIONS, used)
+        return passes
+
+    return main, finalize_host_passes, stock_finalize_device
+
+
+tvm.tirx.register_tir_pipeline(PIPELINE_NAME, memplan_pipeline)

@@ -1,0 +1,356 @@
+/*!
+ * \file tir/place_allocations_analysis.cc
+ * \brief The placement analysis: collect allocations with their device context, decide each one,
+ *        then apply the per-function stack budget.
+ */
+#include "tir/place_allocations_analysis.h"
+
+#include <tvm/ffi/extra/structural_visit.h>
+#include <tvm/ffi/reflection/registry.h>
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <utility>
+
+#include "ir/pass.h"
+
+namespace tvm_memplan {
+namespace tir {
+
+using namespace ir;
+using target::StackLimits;
+
+namespace {
+
+constexpr const char* kGlobalScope = "global";
+constexpr const char* kLocalScope = "local";
+constexpr const char* kStackScope = "global.stack";
+constexpr const char* kWorkspaceScope = "global.workspace";
+
+/*! \brief An allocation and the device context it is made in. */
+struct AllocationSite {
+  Buffer buffer;
+  ObjectRef node;
+  Map<String, Any> annotations;
+  /*! \brief The innermost `device_type` in effect; nullopt when unknown. */
+  std::optional<int64_t> device_type;
+  bool has_device_id;
+};
+
+/*!
+ * \brief Collects AllocBuffers (and SBlock alloc_buffers) with the `device_type` / `device_id`
+ *        attributes in effect. Only statements can hold allocations, so expressions are skipped.
+ */
+class AllocationCollector {
+ public:
+  explicit AllocationCollector(std::optional<int64_t> device_type) : device_type_(device_type) {}
+
+  std::vector<AllocationSite> Collect(const ObjectRef& body) {
+    ffi::StructuralVisit(
+        body,
+        [this](const ObjectRef& node,
+               ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+          VisitNode(node, engine);
+          return std::nullopt;
+        });
+    return std::move(sites_);
+  }
+
+ private:
+  void VisitNode(const ObjectRef& node, ffi::StructuralVisitorObj* engine) {
+    if (!node.defined()) return;
+    int32_t t = node->type_index();
+    if (t == ffi::TypeIndex::kTVMFFIArray) {
+      engine->DefaultVisitExpected(node).value();
+    } else if (!schema::type::Stmt.IsInstance(t)) {
+      return;
+    } else if (schema::type::AllocBuffer.IsInstance(t)) {
+      AllocBuffer alloc(node);
+      Record(alloc.buffer(), node, alloc.annotations());
+    } else if (schema::type::AttrStmt.IsInstance(t)) {
+      VisitAttr(AttrStmt(node), engine);
+    } else {
+      if (schema::type::SBlock.IsInstance(t)) {
+        for (const ObjectRef& buffer : SBlock(node).alloc_buffers()) {
+          Record(Buffer(buffer, "SBlock.alloc_buffers"), node, {});
+        }
+      }
+      engine->DefaultVisitExpected(node).value();
+    }
+  }
+
+  void VisitAttr(const AttrStmt& attr, ffi::StructuralVisitorObj* engine) {
+    std::string key = attr.attr_key();
+    if (key == schema::attr::DeviceType) {
+      std::optional<int64_t> outer = device_type_;
+      device_type_ = AsConstInt(attr.value());
+      engine->Visit(attr.body());
+      device_type_ = outer;
+    } else if (key == schema::attr::DeviceId) {
+      bool outer = has_device_id_;
+      has_device_id_ = true;
+      engine->Visit(attr.body());
+      has_device_id_ = outer;
+    } else {
+      engine->Visit(attr.body());
+    }
+  }
+
+  void Record(const Buffer& buffer, const ObjectRef& node, Map<String, Any> annotations) {
+    sites_.push_back({buffer, node, std::move(annotations), device_type_, has_device_id_});
+  }
+
+  std::optional<int64_t> device_type_;
+  bool has_device_id_ = false;
+  std::vector<AllocationSite> sites_;
+};
+
+std::optional<int64_t> AllocationBytes(const Buffer& buffer) {
+  std::optional<int64_t> count = buffer.ConstNumElements();
+  if (!count) return std::nullopt;
+  return *count * DTypeBytes(buffer.dtype());
+}
+
+bool IsScalableVector(DLDataType dtype) { return static_cast<int16_t>(dtype.lanes) < 0; }
+
+bool WantsUnlowered(const AllocationSite& site, const std::string& scope) {
+  if (scope == kUnloweredScope) return true;
+  auto it = site.annotations.find(String(schema::attr::DisableLowerTVMBuiltin));
+  if (it == site.annotations.end()) return false;
+  if (auto flag = (*it).second.try_cast<int64_t>()) return *flag != 0;
+  if (auto imm = (*it).second.try_cast<ObjectRef>()) {
+    if (std::optional<int64_t> value = AsConstInt(*imm)) return *value != 0;
+  }
+  return true;
+}
+
+std::string Quoted(const std::string& name) { return "`" + name + "`"; }
+
+/*! \brief Decides one allocation (rules 1-4 of the header); the budget comes after. */
+class Decider {
+ public:
+  Decider(const std::string& function, const StackLimits& limits)
+      : function_(function), limits_(limits) {}
+
+  AllocationDecision Decide(const AllocationSite& site) const {
+    const Buffer& buffer = site.buffer;
+    AllocationDecision d{
+        buffer, site.node, buffer.scope(),    AllocationBytes(buffer), Placement::kStock,
+        "",     false,     site.has_device_id};
+    if (d.scope.empty()) d.scope = kGlobalScope;
+    const std::string& scope = d.scope;
+    if (!site.device_type) {
+      return With(d, Placement::kStock, "device unknown (no target, no device_type attribute)");
+    }
+    if (*site.device_type != kDLCPU) {
+      return With(d, Placement::kStock,
+                  "device type " + std::to_string(*site.device_type) + " is not the CPU");
+    }
+    if (IsScalableVector(buffer.dtype())) {
+      return With(d, Placement::kStock, "scalable vector dtype");
+    }
+    if (WantsUnlowered(site, scope)) {
+      return With(d, Placement::kUnlowered, "annotated disable_lower_builtin");
+    }
+    if (scope == kWorkspaceScope) {
+      return With(d, Placement::kWorkspace, "scope \"global.workspace\"");
+    }
+    if (scope == kStackScope) return ForcedStack(d);
+    if (!d.bytes) {
+      return With(d, Placement::kWorkspace, "size is not a compile-time constant");
+    }
+    if (scope != kGlobalScope && scope != kLocalScope) {
+      return With(d, Placement::kWorkspace, "scope \"" + scope + "\" has no stack rule");
+    }
+    const target::ResolvedLimit& limit = limits_.max_stack_alloca;
+    int64_t max_bytes = limit.bytes.value_or(0);
+    std::string size = std::to_string(*d.bytes) + " bytes";
+    if (*d.bytes == 0) return With(d, Placement::kWorkspace, "zero-size allocation");
+    if (*d.bytes <= max_bytes) {
+      return With(d, Placement::kStack, size + " <= " + limit.Describe());
+    }
+    return With(d, Placement::kWorkspace, size + " > " + limit.Describe());
+  }
+
+ private:
+  static AllocationDecision With(AllocationDecision d, Placement placement, std::string reason) {
+    d.placement = placement;
+    d.reason = std::move(reason);
+    return d;
+  }
+
+  AllocationDecision ForcedStack(AllocationDecision d) const {
+    d.forced_stack = true;
+    std::string what = function_ + ": buffer " + Quoted(d.buffer.name()) +
+                       " has scope \"global.stack\", which always lives on the stack";
+    if (!d.bytes) {
+      TVM_FFI_THROW(ValueError) << what << ", but its size is not a compile-time constant (shape "
+                                << ToString(d.buffer.shape()) << ")";
+    }
+    const target::ResolvedLimit& limit = limits_.max_stack_alloca;
+    if (limit.bytes.value_or(0) == 0) {
+      TVM_FFI_THROW(ValueError) << what << " (" << *d.bytes << " bytes), but the target forbids "
+                                << "stack allocations: " << limit.Describe();
+    }
+    return With(d, Placement::kStack, "scope \"global.stack\" (always on the stack)");
+  }
+
+  const std::string& function_;
+  const StackLimits& limits_;
+};
+
+/*! \brief Rule 5: move the largest stack allocations to the workspace until the rest fit. */
+void ApplyStackBudget(const std::string& function, const StackLimits& limits, PlacementPlan* plan) {
+  const target::ResolvedLimit& budget = limits.max_stack_bytes;
+  if (!budget.bytes) return;
+  int64_t forced = 0;
+  std::string forced_list;
+  std::vector<size_t> movable;
+  for (size_t i = 0; i < plan->decisions.size(); ++i) {
+    const AllocationDecision& d = plan->decisions[i];
+    if (d.placement != Placement::kStack) continue;
+    if (d.forced_stack) {
+      forced += *d.bytes;
+      forced_list += (forced_list.empty() ? "" : ", ") + Quoted(d.buffer.name()) + " " +
+                     std::to_string(*d.bytes);
+    } else {
+      movable.push_back(i);
+    }
+  }
+  if (forced > *budget.bytes) {
+    TVM_FFI_THROW(ValueError) << function << ": the \"global.stack\" allocations alone take "
+                              << forced << " bytes of stack (" << forced_list << "), more than "
+                              << budget.Describe() << "; they are never moved to the workspace";
+  }
+  int64_t total = plan->StackBytes();
+  // Largest first; among equal sizes the later definition first.
+  std::stable_sort(movable.begin(), movable.end(), [&](size_t a, size_t b) {
+    int64_t size_a = *plan->decisions[a].bytes, size_b = *plan->decisions[b].bytes;
+    return size_a != size_b ? size_a > size_b : a > b;
+  });
+  for (size_t i : movable) {
+    if (total <= *budget.bytes) break;
+    AllocationDecision& d = plan->decisions[i];
+    d.reason = "moved off the stack: the stack allocations of " + function + " take " +
+               std::to_string(total) + " bytes > " + budget.Describe();
+    d.placement = Placement::kWorkspace;
+    total -= *d.bytes;
+  }
+}
+
+Map<String, Any> ToFFI(const std::string& function, const AllocationDecision& d) {
+  Map<String, Any> out;
+  out.Set("function", String(function));
+  out.Set("name", String(d.buffer.name()));
+  out.Set("kind", String(Is<AllocBuffer>(d.node) ? "alloc_buffer" : "block_alloc_buffer"));
+  out.Set("scope", String(d.scope));
+  out.Set("dtype", String(DTypeToString(d.buffer.dtype())));
+  out.Set("shape", d.buffer.shape());
+  out.Set("bytes", d.bytes ? Any(*d.bytes) : Any());
+  out.Set("placement", String(PlacementName(d.placement)));
+  out.Set("reason", String(d.reason));
+  return out;
+}
+
+/*!
+ * \brief `tvm_memplan.analysis.allocation_plan`: the decisions for a PrimFunc or every PrimFunc of
+ *        a module (in name order), for `target` or, when it is None, each function's own target.
+ */
+Array<Map<String, Any>> AllocationPlanFFI(Any func_or_mod, Optional<ObjectRef> target) {
+  std::vector<std::pair<std::string, PrimFunc>> funcs;
+  auto obj = func_or_mod.try_cast<ObjectRef>();
+  if (obj && Is<PrimFunc>(*obj)) {
+    PrimFunc func(*obj);
+    funcs.emplace_back(func.global_symbol(), func);
+  } else if (obj && Is<IRModule>(*obj)) {
+    for (const auto& [global_var, func] : IRModule(*obj).functions()) {
+      if (Is<PrimFunc>(func)) funcs.emplace_back(GlobalVarName(global_var), PrimFunc(func));
+    }
+    std::sort(funcs.begin(), funcs.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+  } else {
+    TVM_FFI_THROW(TypeError) << "allocation_plan expects a tvm.tirx.PrimFunc or a tvm.IRModule, "
+                             << "got `" << func_or_mod.GetTypeKey() << "`";
+  }
+  ObjectRef pass_context = schema::func::GetCurrentPassContext().cast<ObjectRef>();
+  Array<Map<String, Any>> out;
+  for (const auto& [name, func] : funcs) {
+    ObjectRef func_target = target ? *target : ObjectRef();
+    if (!func_target.defined()) {
+      std::optional<Any> own = FuncAttr(func, schema::attr::Target);
+      if (!own) {
+        TVM_FFI_THROW(ValueError) << "allocation_plan: function `" << name << "` has no "
+                                  << "target attribute; pass the target to plan for";
+      }
+      func_target = own->cast<ObjectRef>();
+    }
+    StackLimits limits = target::ResolveStackLimits(func_target, pass_context);
+    for (const AllocationDecision& d : PlanAllocationPlacement(func, name, limits).decisions) {
+      out.push_back(ToFFI(name, d));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* PlacementName(Placement placement) {
+  switch (placement) {
+    case Placement::kStack:
+      return "stack";
+    case Placement::kWorkspace:
+      return "workspace";
+    case Placement::kUnlowered:
+      return "unlowered";
+    case Placement::kStock:
+      return "stock";
+  }
+  return "?";
+}
+
+int64_t PlacementPlan::StackBytes() const {
+  int64_t total = 0;
+  for (const AllocationDecision& d : decisions) {
+    if (d.placement == Placement::kStack) total += *d.bytes;
+  }
+  return total;
+}
+
+bool PlacementPlan::Any(Placement placement) const {
+  return std::any_of(decisions.begin(), decisions.end(),
+                     [&](const AllocationDecision& d) { return d.placement == placement; });
+}
+
+std::optional<StackLimits> HostFunctionLimits(const PrimFunc& func, const ObjectRef& pass_context) {
+  std::optional<Any> target = FuncAttr(func, schema::attr::Target);
+  bool is_host = false;
+  if (std::optional<Any> flag = FuncAttr(func, schema::attr::IsHostFunc)) {
+    if (auto value = flag->try_cast<int64_t>()) {
+      is_host = *value != 0;
+    } else if (auto imm = flag->try_cast<ObjectRef>()) {
+      is_host = AsConstInt(*imm).value_or(0) != 0;
+    }
+  }
+  if (!is_host && target) is_host = target::TargetHasKey(target->cast<ObjectRef>(), "cpu");
+  if (!is_host) return std::nullopt;
+  return target::ResolveStackLimits(target ? target->cast<ObjectRef>() : ObjectRef(), pass_context);
+}
+
+PlacementPlan PlanAllocationPlacement(const PrimFunc& func, const std::string& function_name,
+                                      const StackLimits& limits) {
+  PlacementPlan plan;
+  Decider decider(function_name, limits);
+  for (const AllocationSite& site : AllocationCollector(limits.device_type).Collect(func.body())) {
+    plan.decisions.push_back(decider.Decide(site));
+  }
+  ApplyStackBudget(function_name, limits, &plan);
+  return plan;
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  tvm::ffi::reflection::GlobalDef().def("tvm_memplan.analysis.allocation_plan", AllocationPlanFFI);
+}
+
+}  // namespace tir
+}  // namespace tvm_memplan

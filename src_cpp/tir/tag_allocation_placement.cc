@@ -1,0 +1,83 @@
+/*!
+ * \file tir/tag_allocation_placement.cc
+ * \brief TagAllocationPlacement: decide, then move workspace and unlowered allocations to the
+ *        scopes LowerTVMBuiltin reads back.
+ */
+#include "tir/tag_allocation_placement.h"
+
+#include <tvm/ffi/reflection/registry.h>
+
+#include <vector>
+
+#include "ir/pass.h"
+#include "tir/buffer_scope.h"
+#include "tir/place_allocations_analysis.h"
+
+namespace tvm_memplan {
+namespace tir {
+
+using namespace ir;
+
+namespace {
+
+constexpr const char* kWorkspaceScope = "global.workspace";
+
+/*! \brief The scope that carries `d` through StorageRewrite, or "" when its own scope does. */
+std::string CarrierScope(const std::string& function, const AllocationDecision& d) {
+  if (!Is<AllocBuffer>(d.node)) return "";
+  switch (d.placement) {
+    case Placement::kWorkspace:
+      // Dynamic sizes always go to the workspace; StorageRewrite also refuses them in tagged
+      // scopes. Other scopes ("shared", ...) keep TVM's meaning.
+      if (!d.bytes || (d.scope != "global" && d.scope != "local")) return "";
+      return kWorkspaceScope;
+    case Placement::kUnlowered:
+      if (!d.bytes) {
+        TVM_FFI_THROW(ValueError)
+            << function << ": buffer `" << d.buffer.name()
+            << "` is annotated disable_lower_builtin but its size is not a compile-time "
+            << "constant (shape " << ToString(d.buffer.shape()) << "); StorageRewrite drops the "
+            << "annotation and only constant-size allocations can carry it in their scope";
+      }
+      return kUnloweredScope;
+    case Placement::kStack:
+    case Placement::kStock:
+      return "";
+  }
+  return "";
+}
+
+IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
+  Map<ObjectRef, ObjectRef> functions;
+  for (const auto& [global_var, base_func] : mod.functions()) {
+    std::optional<PrimFunc> func = As<PrimFunc>(base_func);
+    std::optional<target::StackLimits> limits =
+        func ? HostFunctionLimits(*func, pass_context) : std::nullopt;
+    if (!limits || limits->device_type != kDLCPU) {
+      functions.Set(global_var, base_func);
+      continue;
+    }
+    std::string name = GlobalVarName(global_var);
+    std::vector<ScopeChange> changes;
+    for (const AllocationDecision& d : PlanAllocationPlacement(*func, name, *limits).decisions) {
+      std::string scope = CarrierScope(name, d);
+      if (!scope.empty() && scope != d.buffer.scope()) changes.emplace_back(d.buffer, scope);
+    }
+    functions.Set(global_var, func->WithBody(ChangeBufferScopes(func->body(), changes)).ref());
+  }
+  return mod.WithFunctions(functions);
+}
+
+}  // namespace
+
+ObjectRef TagAllocationPlacement() {
+  return MakeModulePass("tvm_memplan.TagAllocationPlacement", 0, Run);
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  tvm::ffi::reflection::GlobalDef().def("tvm_memplan.transform.TagAllocationPlacement",
+                                        TagAllocationPlacement);
+}
+
+}  // namespace tir
+}  // namespace tvm_memplan

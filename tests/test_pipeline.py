@@ -1,0 +1,373 @@
+"""The "memplan" TIR pipeline end to end: tvm.compile on llvm and c (built with export_library
+and run), placements as the rules say, results identical to the stock pipeline."""
+
+import threading
+
+import numpy as np
+import pytest
+import tvm
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tirx as T
+
+from tvm_memplan import pipeline
+from tvm_memplan.analysis import allocation_plan, placement_counts
+from tvm_memplan.testing import (
+    c_stack_arrays,
+    c_workspace_allocations,
+    capture_ir,
+    compile_and_run,
+    random_args,
+    random_kernel,
+)
+
+# Every temporary is live until the last loop, so StorageRewrite cannot fold two into one and
+# each allocation of the input reaches codegen: the plan's counts are the generated code's.
+
+
+@T.prim_func
+def temporaries(A: T.Buffer((512,), "float32"), B: T.Buffer((512,), "float32")):
+    L = T.alloc_buffer((16,), "float32", scope="local")  # 64 B
+    small = T.alloc_buffer((64,), "float32")  # 256 B
+    mid = T.alloc_buffer((256,), "float32")  # 1024 B: stack here, workspace in stock TVM
+    big = T.alloc_buffer((512,), "float32")  # 2048 B
+    W = T.alloc_buffer((8,), "float32", scope="global.workspace")
+    for i in range(16):
+        L[i] = A[i] * T.float32(2)
+    for i in range(64):
+        small[i] = A[i] + L[i % 16]
+    for i in range(256):
+        mid[i] = A[i] - small[i % 64]
+    for i in range(512):
+        big[i] = A[i] * mid[i % 256]
+    for i in range(8):
+        W[i] = big[i * 64] + L[i]
+    for i in range(512):
+        B[i] = big[i] + mid[i % 256] + small[i % 64] + L[i % 16] + W[i % 8]
+
+
+@T.prim_func
+def parallel_rows(A: T.Buffer((64, 128), "float32"), B: T.Buffer((64, 128), "float32")):
+    for r in T.parallel(64):
+        acc = T.alloc_buffer((8,), "float32", scope="local")  # 32 B per row
+        row = T.alloc_buffer((128,), "float32")  # 512 B per row
+        for j in range(8):
+            acc[j] = T.float32(0)
+        for j in range(128):
+            row[j] = A[r, j] * T.float32(0.5)
+            acc[j % 8] = acc[j % 8] + row[j]
+        for j in range(128):
+            B[r, j] = row[127 - j] + acc[j % 8]
+
+
+@T.prim_func
+def mixed_dtypes(A: T.Buffer((32, 32), "int32"), B: T.Buffer((32, 32), "int32")):
+    bytes_ = T.alloc_buffer((32, 32), "uint8")  # 1024 B
+    words = T.alloc_buffer((32, 32), "int32")  # 4096 B
+    wide = T.alloc_buffer((16,), "float64", scope="local")  # 128 B
+    for i, j in T.grid(32, 32):
+        bytes_[i, j] = T.Cast("uint8", A[i, j] % 251)
+        words[i, j] = A[j, i] * 3
+    for i in range(16):
+        wide[i] = T.Cast("float64", A[i, i]) / T.float64(3)
+    for i, j in T.grid(32, 32):
+        B[i, j] = T.Cast("int32", bytes_[j, i]) + words[i, j] + T.Cast("int32", wide[(i + j) % 16])
+
+
+KERNELS = {"temporaries": temporaries, "parallel_rows": parallel_rows, "mixed_dtypes": mixed_dtypes}
+LIMITS = {"zero": 0, "default": None, "large": 65536}
+TARGETS = ["llvm", "c"]
+
+
+def config_for(limit):
+    return {} if limit is None else {"tvm_memplan.max_stack_alloca": limit}
+
+
+def plan_counts(func, target, config):
+    with tvm.transform.PassContext(config=config):
+        counts = placement_counts(allocation_plan(func, target))
+    return counts.get("stack", 0), counts.get("workspace", 0)
+
+
+@pytest.fixture(scope="module")
+def stock_results():
+    """Each kernel compiled with the stock pipeline, per target."""
+    results = {}
+    for name, func in KERNELS.items():
+        args = random_args(func, seed=7)
+        for target in TARGETS:
+            results[name, target] = (args, compile_and_run(func, args, target, "s_tir")[0])
+    return results
+
+
+@pytest.mark.parametrize("limit", list(LIMITS))
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_same_results_and_planned_placements(kernel, target, limit, stock_results):
+    """Under max_stack_alloca 0 / default / 65536 the kernel computes exactly what the stock
+    pipeline computes, and the generated code has the allocations allocation_plan reports."""
+    func, config = KERNELS[kernel], config_for(LIMITS[limit])
+    args, want = stock_results[kernel, target]
+    got, lib = compile_and_run(func, args, target, "memplan", config)
+    for w, g in zip(want, got, strict=True):
+        np.testing.assert_array_equal(g, w)
+    stack, workspace = plan_counts(func, target, config)
+    if target == "c":
+        source = lib.mod.inspect_source()
+        assert (len(c_stack_arrays(source)), c_workspace_allocations(source)) == (stack, workspace)
+        if LIMITS[limit] == 0:  # every buffer through TVMBackendAllocWorkspace
+            assert stack == 0 and c_stack_arrays(source) == []
+            assert workspace == len(allocation_plan(func, target))
+    else:
+        calls = lib.mod.inspect_source("ll").count("load ptr, ptr @__TVMBackendAllocWorkspace")
+        assert calls == workspace
+
+
+def test_expected_plans():
+    """The placements the kernels exercise, written out."""
+    table = {
+        (kernel, limit): plan_counts(func, "c", config_for(value))
+        for kernel, func in KERNELS.items()
+        for limit, value in LIMITS.items()
+    }
+    assert table == {
+        ("temporaries", "zero"): (0, 5),
+        ("temporaries", "default"): (3, 2),  # L, small, mid; big and W in the workspace
+        ("temporaries", "large"): (4, 1),  # W is "global.workspace"
+        ("parallel_rows", "zero"): (0, 2),
+        ("parallel_rows", "default"): (2, 0),
+        ("parallel_rows", "large"): (2, 0),
+        ("mixed_dtypes", "zero"): (0, 3),
+        ("mixed_dtypes", "default"): (2, 1),
+        ("mixed_dtypes", "large"): (3, 0),
+    }
+
+
+def test_stock_pipeline_sends_local_and_1024_byte_buffers_to_the_workspace():
+    """For comparison: what TVM itself generates for `temporaries` (L and mid differ)."""
+    _, lib = compile_and_run(temporaries, random_args(temporaries), "c", "s_tir")
+    source = lib.mod.inspect_source()
+    assert (len(c_stack_arrays(source)), c_workspace_allocations(source)) == (1, 4)
+
+
+def test_budget_moves_the_largest_to_the_workspace():
+    config = {"tvm_memplan.max_stack_alloca": 65536, "tvm_memplan.max_stack_bytes": 2500}
+    assert plan_counts(temporaries, "c", config) == (3, 2)  # big (2048 B) moved
+    args = random_args(temporaries, seed=3)
+    want, _ = compile_and_run(temporaries, args, "c", "s_tir")
+    got, lib = compile_and_run(temporaries, args, "c", "memplan", config)
+    np.testing.assert_array_equal(got[1], want[1])
+    source = lib.mod.inspect_source()
+    assert sorted(size for _, size in c_stack_arrays(source)) == [16, 64, 256]
+
+
+# ---- annotations and forced placements through the whole pipeline ------------------------------
+
+
+@T.prim_func
+def with_unlowered(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    K = T.alloc_buffer((4,), "float32", scope="local", annotations={"disable_lower_builtin": 1})
+    G = T.alloc_buffer((64,), "float32")
+    for i in range(4):
+        K[i] = A[i]
+    for i in range(64):
+        G[i] = A[i] + K[i % 4]
+    for i in range(64):
+        B[i] = G[63 - i] * K[i % 4]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_disable_lower_builtin_survives_the_pipeline(target):
+    """StorageRewrite drops the annotation in the stock pipeline, so the "local" K goes to the
+    workspace there; in "memplan" K stays a plain allocation even when everything else must use
+    the workspace."""
+    config = {"tvm_memplan.max_stack_alloca": 0}
+    args = random_args(with_unlowered, seed=5)
+    want, stock_lib = compile_and_run(with_unlowered, args, target, "s_tir")
+    got, lib = compile_and_run(with_unlowered, args, target, "memplan", config)
+    np.testing.assert_array_equal(got[1], want[1])
+    host = capture_ir(
+        with_unlowered, "tvm_memplan.LowerTVMBuiltin", target, "memplan", config, after=True
+    )
+    assert 'annotations={"disable_lower_builtin": 1}' in host.script()
+    if target == "c":
+        assert c_stack_arrays(lib.mod.inspect_source()) == [("K_ptr", 4)]
+        assert c_workspace_allocations(lib.mod.inspect_source()) == 1
+        stock_source = stock_lib.mod.inspect_source()
+        assert c_stack_arrays(stock_source) == [("G_ptr", 64)]
+        assert c_workspace_allocations(stock_source) == 1  # K
+
+
+@T.prim_func
+def two_stack_buffers(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    S = T.alloc_buffer((64,), "int32", scope="global.stack")
+    F = T.alloc_buffer((2048,), "float32", scope="global.stack")
+    for i in range(64):
+        S[i] = T.Cast("int32", A[i])
+    for i in range(2048):
+        F[i] = A[i % 64]
+    for i in range(64):
+        B[i] = T.Cast("float32", S[i]) + F[i * 32]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_global_stack_stays_on_the_stack_after_storage_rewrite_merges_it(target):
+    """StorageRewrite merges all "global.stack" buffers into one; it stays on the stack (8448 B,
+    over the default limit), in scope "global" for the C backend. The stock pipeline sends it to
+    the workspace."""
+    args = random_args(two_stack_buffers, seed=2)
+    want, _ = compile_and_run(two_stack_buffers, args, target, "s_tir")
+    got, lib = compile_and_run(two_stack_buffers, args, target, "memplan")
+    np.testing.assert_array_equal(got[1], want[1])
+    if target == "c":
+        source = lib.mod.inspect_source()
+        assert [size for _, size in c_stack_arrays(source)] == [2112]  # 64 + 2048 words
+        assert c_workspace_allocations(source) == 0
+
+
+def test_global_stack_errors_name_the_buffer_in_the_pipeline():
+    with pytest.raises(ValueError, match='buffer `S` has scope "global.stack"'):
+        compile_and_run(
+            two_stack_buffers,
+            random_args(two_stack_buffers),
+            "c",
+            "memplan",
+            {"tvm_memplan.max_stack_alloca": 0},
+        )
+
+
+def test_dynamic_global_stack_is_our_error_not_storage_rewrites():
+    @T.prim_func
+    def func(A: T.Buffer((64,), "float32"), n: T.int32):
+        S = T.alloc_buffer((n,), "float32", scope="global.stack")
+        for i in range(n):
+            S[i] = A[i]
+        for i in range(n):
+            A[i] = S[i] * T.float32(2)
+
+    with pytest.raises(ValueError, match="buffer `S`.*not a compile-time constant"):
+        tvm.compile(tvm.IRModule({"main": func}), target="llvm", tir_pipeline="memplan")
+
+
+def test_feature_key_on_the_target_reaches_the_host_functions():
+    target = tvm.target.Target({"kind": "c", "feature.max_stack_alloca": 0})
+    args = random_args(temporaries, seed=4)
+    want, _ = compile_and_run(temporaries, args, "c", "s_tir")
+    got, lib = compile_and_run(temporaries, args, target, "memplan")
+    np.testing.assert_array_equal(got[1], want[1])
+    assert c_stack_arrays(lib.mod.inspect_source()) == []
+
+
+def test_without_storage_rewrite_the_rules_still_hold():
+    config = {"tirx.disable_storage_rewrite": True, "tvm_memplan.max_stack_alloca": 0}
+    args = random_args(with_unlowered, seed=6)
+    want, _ = compile_and_run(with_unlowered, args, "c", "s_tir")
+    got, lib = compile_and_run(with_unlowered, args, "c", "memplan", config)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert c_stack_arrays(lib.mod.inspect_source()) == [("K_ptr", 4)]
+
+
+@I.ir_module
+class RelaxModel:
+    @T.prim_func(private=True)
+    def reverse_scaled(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        L = T.alloc_buffer((64,), "float32", scope="local")
+        for i in range(64):
+            L[i] = A[i] * T.float32(2)
+        for i in range(64):
+            B[i] = L[63 - i]
+
+    @R.function
+    def main(x: R.Tensor((64,), "float32")):
+        cls = RelaxModel
+        y = R.call_tir(cls.reverse_scaled, (x,), out_ty=R.Tensor((64,), "float32"))
+        return y
+
+
+@pytest.mark.parametrize("limit, workspace_calls", [(0, 1), (1024, 0)])
+def test_relax_build_uses_the_pipeline_for_its_tir(limit, workspace_calls):
+    config = {"tvm_memplan.max_stack_alloca": limit}
+    host = capture_ir(RelaxModel, "tvm_memplan.LowerTVMBuiltin", "llvm", "memplan", config, True)
+    assert host.script().count("T.TVMBackendAllocWorkspace(") == workspace_calls
+    with tvm.transform.PassContext(config=config):
+        executable = tvm.compile(RelaxModel, target="llvm", tir_pipeline="memplan")
+    vm = tvm.relax.VirtualMachine(executable, tvm.cpu())
+    x = np.arange(64, dtype="float32")
+    np.testing.assert_array_equal(vm["main"](tvm.runtime.tensor(x)).numpy(), x[::-1] * 2)
+
+
+# ---- the substitution mechanism -----------------------------------------------------------------
+
+
+def test_pipeline_is_registered_and_stock_constructors_are_restored():
+    storage_rewrite = tvm.tirx.transform.StorageRewrite
+    lower_builtin = tvm.tirx.transform.LowerTVMBuiltin
+    assert pipeline.PIPELINE_NAME in tvm.tirx.compilation_pipeline.PIPELINE_MAP
+    compile_and_run(with_unlowered, random_args(with_unlowered), "llvm", "memplan")
+    assert tvm.tirx.transform.StorageRewrite is storage_rewrite
+    assert tvm.tirx.transform.LowerTVMBuiltin is lower_builtin
+    assert storage_rewrite().info.name == "tirx.StorageRewrite"
+
+
+def test_substitutions_apply_only_to_the_compiling_thread():
+    """While a memplan compile runs (held inside its pipeline), another thread building the
+    stock passes gets the stock passes."""
+    inside, release = threading.Event(), threading.Event()
+    seen = {}
+
+    @tvm.instrument.pass_instrument
+    class Hold:
+        def run_before_pass(self, mod, info):
+            if info.name == "tvm_memplan.StorageRewrite" and not inside.is_set():
+                inside.set()
+                release.wait(timeout=60)
+
+    def compile_memplan():
+        with tvm.transform.PassContext(instruments=[Hold()]):
+            tvm.compile(tvm.IRModule({"main": with_unlowered}), "llvm", tir_pipeline="memplan")
+
+    worker = threading.Thread(target=compile_memplan)
+    worker.start()
+    try:
+        assert inside.wait(timeout=60)
+        seen["other thread"] = tvm.tirx.transform.StorageRewrite().info.name
+    finally:
+        release.set()
+        worker.join()
+    assert seen == {"other thread": "tirx.StorageRewrite"}
+
+
+def test_a_substitution_that_never_happens_is_an_error(monkeypatch):
+    never = pipeline.Substitution(tvm.s_tir.transform, "InjectPTXLDG32", lambda stock: stock())
+    monkeypatch.setattr(pipeline, "MAIN_SUBSTITUTIONS", (*pipeline.MAIN_SUBSTITUTIONS, never))
+    with pytest.raises(RuntimeError, match="could not replace tvm.s_tir.transform.InjectPTXLDG32"):
+        tvm.compile(tvm.IRModule({"main": with_unlowered}), "llvm", tir_pipeline="memplan")
+
+
+# ---- property: random kernels -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_kernels_compute_what_the_stock_pipeline_computes(seed):
+    """Seeded random temporaries (scopes, dtypes, sizes), random limit and budget: the same
+    results as the stock pipeline, and the placements allocation_plan reports."""
+    rng = np.random.default_rng(1000 + seed)
+    limit = int(rng.choice([0, 64, 1024, 4096, 65536]))
+    scopes = ["global", "local", "global.workspace"] + ([] if limit == 0 else ["global.stack"])
+    func, buffers = random_kernel(seed, scopes)
+    config = {"tvm_memplan.max_stack_alloca": limit}
+    forced = sum(nbytes for scope, nbytes in buffers if scope == "global.stack")
+    if rng.random() < 0.5:
+        config["tvm_memplan.max_stack_bytes"] = forced + int(rng.integers(0, 4096))
+    args = random_args(func, seed=seed)
+    target = "c" if seed % 3 == 0 else "llvm"
+    want, _ = compile_and_run(func, args, target, "s_tir")
+    got, lib = compile_and_run(func, args, target, "memplan", config)
+    np.testing.assert_array_equal(got[0], want[0])
+    if target == "c":
+        stack, workspace = plan_counts(func, target, config)
+        source = lib.mod.inspect_source()
+        assert c_workspace_allocations(source) == workspace
+        # StorageRewrite merges the "global.stack" buffers into one array.
+        merged = max(0, sum(scope == "global.stack" for scope, _ in buffers) - 1)
+        assert len(c_stack_arrays(source)) == stack - merged
