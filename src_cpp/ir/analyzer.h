@@ -66,6 +66,22 @@ class Analyzer {
                                                 const ObjectRef& predicate,
                                                 bool require_bijective = false) const;
 
+  /*! \brief How EstimateRegion may answer: exactly or not at all, or a safe over-approximation. */
+  enum class RegionBound { kStrict, kUpper };
+
+  /*!
+   * \brief The bounding box of `region` (one ir.Range per dimension) when each var of `var_dom`
+   *        (var -> ir.Range) ranges over its range and `predicate` holds; other vars stay
+   *        symbolic. Affine iter-map analysis first (sym.EstimateRegion*Bound), so predicates
+   *        such as `i * 4 + j < 10` tighten the box; kUpper falls back to interval arithmetic
+   *        per dimension.
+   * \return One interval per dimension; nullopt when a kStrict estimate is not possible.
+   */
+  std::optional<std::vector<Interval>> EstimateRegion(const Array<ObjectRef>& region,
+                                                      const Map<ObjectRef, ObjectRef>& var_dom,
+                                                      const ObjectRef& predicate,
+                                                      RegionBound bound = RegionBound::kUpper) const;
+
   /*! \brief While alive, the analyzer assumes `condition`. Scopes must nest. */
   class ConstraintScope {
    public:

@@ -54,6 +54,13 @@ class Buffer : public NodeView {
    *        than the default row-major one, which a plain reshape would break.
    */
   std::optional<Buffer> WithShape(const Array<ObjectRef>& new_shape) const;
+  /*!
+   * \brief As WithShape, and the strides replaced by `new_strides` (empty: row-major), so a
+   *        strided buffer can be re-laid out too. nullopt for a layout other than the default
+   *        row-major one of the current shape.
+   */
+  std::optional<Buffer> WithShape(const Array<ObjectRef>& new_shape,
+                                  const Array<ObjectRef>& new_strides) const;
 };
 
 /*! \brief tirx.PrimFunc. Params are ir.Vars; buffer params are Buffers. */
@@ -203,6 +210,7 @@ class BufferRegion : public NodeView {
   Array<ObjectRef> region() const {
     return schema::field::TensorRegion_region.Get<Array<ObjectRef>>(ref_);
   }
+  BufferRegion WithRegion(const Array<ObjectRef>& region) const;
 };
 
 class MatchBufferRegion : public NodeView {

@@ -124,6 +124,7 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
     Bind bind(node);
     Visit(bind.value());
     analyzer_->BindExpr(bind.var().ref(), bind.value(), /*allow_override=*/true);
+    OnBind(bind);
   } else if (type::BufferStore.IsInstance(t)) {
     BufferStore store(node);
     OnStore(store);
@@ -154,9 +155,11 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
 }
 
 void ScopedVisitor::VisitLoop(LoopScope scope, const ObjectRef& body) {
-  if (options_.skip_unreachable &&
-      analyzer_->CanProve(LE(scope.extent, IntConst(scope.extent, 0)))) {
-    return;
+  if (options_.skip_unreachable) {
+    std::optional<int64_t> extent = AsConstInt(scope.extent);
+    if (extent ? *extent <= 0 : analyzer_->CanProve(LE(scope.extent, IntConst(scope.extent, 0)))) {
+      return;
+    }
   }
   analyzer_->BindRange(scope.var, scope.min, scope.extent, /*allow_override=*/true);
   loops_.push_back(std::move(scope));

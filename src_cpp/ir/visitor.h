@@ -78,6 +78,8 @@ class ScopedVisitor {
   virtual void OnAllocationEnd(const AllocationSite& site) {}
   virtual void OnLoad(const BufferLoad& load) {}
   virtual void OnStore(const BufferStore& store) {}
+  /*! \brief A `tirx.Bind` (`var = value` for the rest of the sequence), after its value. */
+  virtual void OnBind(const Bind& bind) {}
   /*! \brief Any call expression, before its arguments are visited. */
   virtual void OnCall(const Call& call) {}
   /*! \brief A block's match_buffer, after the block's iter vars are bound. */

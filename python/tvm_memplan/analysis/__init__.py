@@ -8,7 +8,13 @@ import tvm
 
 from . import _ffi_api
 
-__all__ = ["Allocation", "allocation_summary", "total_bytes"]
+__all__ = [
+    "Allocation",
+    "CompactedRegion",
+    "allocation_summary",
+    "compacted_regions",
+    "total_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -72,3 +78,49 @@ def total_bytes(allocations: list[Allocation]) -> int | None:
     """Bytes allocated by the summary (views excluded); None if any allocation is symbolic."""
     sizes = [a.size_bytes for a in allocations if a.allocates]
     return None if any(s is None for s in sizes) else sum(sizes)
+
+
+@dataclass(frozen=True)
+class CompactedRegion:
+    """What CompactBufferAllocation does to one allocated buffer.
+
+    ``shape`` is the compacted shape and ``offset`` what is subtracted from each index (both
+    equal the original shape and zeros when the buffer stays as it is, and ``reason`` says
+    why). ``strides`` come from ``buffer_dim_align`` annotations (empty: row-major).
+    ``views`` names the ``decl_buffer`` views compacted with the buffer; ``notes`` lists
+    dimensions that keep their original extent although others compact.
+    """
+
+    name: str
+    kind: str
+    original_shape: tuple
+    shape: tuple
+    offset: tuple
+    strides: tuple = ()
+    views: tuple = ()
+    reason: str | None = None
+    notes: tuple = ()
+
+    @property
+    def compacted(self) -> bool:
+        return self.reason is None
+
+
+def compacted_regions(func: tvm.tirx.PrimFunc, is_strict: bool = True) -> list[CompactedRegion]:
+    """The region analysis of CompactBufferAllocation, one record per allocated buffer."""
+    if not isinstance(func, tvm.tirx.PrimFunc):
+        raise TypeError(f"compacted_regions expects a tvm.tirx.PrimFunc, got {type(func).__name__}")
+    return [
+        CompactedRegion(
+            name=str(r["name"]),
+            kind=str(r["kind"]),
+            original_shape=_shape(r["original_shape"]),
+            shape=_shape(r["shape"]),
+            offset=_shape(r["offset"]),
+            strides=_shape(r["strides"]),
+            views=tuple(str(v) for v in r["views"]),
+            reason=None if r["reason"] is None else str(r["reason"]),
+            notes=tuple(str(n) for n in r["notes"]),
+        )
+        for r in _ffi_api.compacted_regions(func, bool(is_strict))
+    ]
