@@ -241,15 +241,115 @@ ExprFacts ScanExpr(const ObjectRef& expr) {
   return facts;
 }
 
-/*! \brief The terms of a nest of `Op` nodes (prim.Min or prim.Max): min(a, min(b, c)) -> a, b, c. */
-void FlattenMinMax(const ObjectRef& expr, const TypeKey& op, const FieldKey& a, const FieldKey& b,
-                   std::vector<ObjectRef>* out) {
-  if (op.IsInstance(expr)) {
-    FlattenMinMax(a.Get<ObjectRef>(expr), op, a, b, out);
-    FlattenMinMax(b.Get<ObjectRef>(expr), op, a, b, out);
-  } else {
-    out->push_back(expr);
+/*!
+ * \brief Affine forms known to bound an expression: every `upper` form is >= it and every
+ *        `lower` form <= it, whatever the values of its variables. For min(a, b) + c the upper
+ *        forms are a + c and b + c; that is how a loop-dependent extent gets a constant bound.
+ */
+struct BoundTerms {
+  std::vector<Affine> upper, lower;
+};
+
+/*! \brief Sets larger than this are cut: the terms are only candidates for a tighter bound. */
+constexpr size_t kMaxBoundTerms = 8;
+
+/*! \brief {x + y} over both sets (x - y when `subtract`, with y from the other side). */
+std::vector<Affine> CombineTerms(const std::vector<Affine>& xs, const std::vector<Affine>& ys,
+                                 bool subtract) {
+  std::vector<Affine> out;
+  for (const Affine& x : xs) {
+    for (const Affine& y : ys) {
+      if (out.size() >= kMaxBoundTerms) return out;
+      Affine neg;
+      const Affine* rhs = &y;
+      if (!subtract) {
+        std::optional<Affine> zero_minus = Difference(Affine{}, y);
+        if (!zero_minus) continue;
+        neg = *zero_minus;
+        rhs = &neg;
+      }
+      if (std::optional<Affine> d = Difference(x, *rhs)) out.push_back(std::move(*d));
+    }
   }
+  return out;
+}
+
+/*! \brief min (or max) of pairs of forms that differ only in their constant. */
+std::vector<Affine> FoldSameTerms(const std::vector<Affine>& xs, const std::vector<Affine>& ys,
+                                  bool take_min) {
+  std::vector<Affine> out;
+  for (const Affine& x : xs) {
+    for (const Affine& y : ys) {
+      if (!x.SameTerms(y) || out.size() >= kMaxBoundTerms) continue;
+      Affine f = x;
+      f.constant = take_min ? std::min(x.constant, y.constant) : std::max(x.constant, y.constant);
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+BoundTerms BoundTermsOf(const ObjectRef& e, int depth = 0) {
+  BoundTerms out;
+  if (depth > 16 || !e.defined()) return out;
+  if (std::optional<Affine> form = AffineParser(nullptr).Parse(e)) {
+    out.upper.push_back(*form);
+    out.lower.push_back(*form);
+    return out;
+  }
+  auto binary = [&](const FieldKey& fa, const FieldKey& fb) {
+    return std::make_pair(BoundTermsOf(fa.Get<ObjectRef>(e), depth + 1),
+                          BoundTermsOf(fb.Get<ObjectRef>(e), depth + 1));
+  };
+  if (type::Min.IsInstance(e)) {
+    auto [a, b] = binary(field::Min_a, field::Min_b);
+    out.upper = a.upper;
+    for (Affine& f : b.upper) {
+      if (out.upper.size() < kMaxBoundTerms) out.upper.push_back(std::move(f));
+    }
+    out.lower = FoldSameTerms(a.lower, b.lower, /*take_min=*/true);
+  } else if (type::Max.IsInstance(e)) {
+    auto [a, b] = binary(field::Max_a, field::Max_b);
+    out.lower = a.lower;
+    for (Affine& f : b.lower) {
+      if (out.lower.size() < kMaxBoundTerms) out.lower.push_back(std::move(f));
+    }
+    out.upper = FoldSameTerms(a.upper, b.upper, /*take_min=*/false);
+  } else if (type::Add.IsInstance(e)) {
+    auto [a, b] = binary(field::Add_a, field::Add_b);
+    out.upper = CombineTerms(a.upper, b.upper, /*subtract=*/false);
+    out.lower = CombineTerms(a.lower, b.lower, /*subtract=*/false);
+  } else if (type::Sub.IsInstance(e)) {
+    auto [a, b] = binary(field::Sub_a, field::Sub_b);
+    out.upper = CombineTerms(a.upper, b.lower, /*subtract=*/true);
+    out.lower = CombineTerms(a.lower, b.upper, /*subtract=*/true);
+  } else if (type::Mul.IsInstance(e)) {
+    ObjectRef a = field::Mul_a.Get<ObjectRef>(e), b = field::Mul_b.Get<ObjectRef>(e);
+    std::optional<int64_t> c = AsConstInt(b);
+    ObjectRef operand = a;
+    if (!c) {
+      c = AsConstInt(a);
+      operand = b;
+    }
+    if (!c) return out;
+    BoundTerms inner = BoundTermsOf(operand, depth + 1);
+    auto scale = [&](const std::vector<Affine>& forms) {
+      std::vector<Affine> scaled;
+      for (const Affine& f : forms) {
+        Affine g;
+        bool ok = !__builtin_mul_overflow(f.constant, *c, &g.constant);
+        for (const auto& [v, k] : f.terms) {
+          int64_t product;
+          ok = ok && !__builtin_mul_overflow(k, *c, &product) && g.AddTerm(v, product);
+        }
+        if (ok) scaled.push_back(std::move(g));
+      }
+      return scaled;
+    };
+    out.upper = scale(*c >= 0 ? inner.upper : inner.lower);
+    out.lower = scale(*c >= 0 ? inner.lower : inner.upper);
+  }
+  return out;
 }
 
 int64_t FloorDivInt(int64_t a, int64_t b) {
@@ -267,6 +367,8 @@ struct Atom {
   /*! \brief For `c * v + k <cmp> 0`: the variable and its constant bounds [lo, hi]. */
   const Object* bound_var = nullptr;
   int64_t lo = std::numeric_limits<int64_t>::min(), hi = kInf;
+  /*! \brief For `c * v + k != 0`: the one value v cannot take. */
+  std::optional<int64_t> excluded;
   /*! \brief A comparison iter-map analysis can use as a predicate. */
   bool comparison = false;
 };
@@ -599,6 +701,8 @@ class RegionCollector : public ScopedVisitor {
         if (k >= 0 && ctx.constant[k]) {
           ctx.lo[k] = std::max(ctx.lo[k], atom.lo);
           ctx.hi[k] = std::min(ctx.hi[k], atom.hi);
+          if (atom.excluded && *atom.excluded == ctx.lo[k]) ++ctx.lo[k];
+          if (atom.excluded && *atom.excluded == ctx.hi[k]) --ctx.hi[k];
           if (ctx.lo[k] > ctx.hi[k]) return;  // unreachable
         } else if (atom.comparison) {
           ctx.pending.push_back(&atom);
@@ -791,7 +895,8 @@ class RegionCollector : public ScopedVisitor {
         (*unknown)[d] = "bound uses a variable that is not visible at the allocation";
         continue;
       }
-      (*out)[d] = DimRange{MakeBound(*interval.min), MakeBound(*interval.max)};
+      (*out)[d] = DimRange{MakeBound(analyzer()->Simplify(*interval.min)),
+                           MakeBound(analyzer()->Simplify(*interval.max))};
     }
   }
 
@@ -851,39 +956,53 @@ class RegionCollector : public ScopedVisitor {
     if (it != conditions_.end()) return it->second;
     ConditionInfo info;
     info.keep_alive = cond;
-    std::vector<ObjectRef> conjuncts;
-    SplitConjuncts(cond, &conjuncts);
+    std::vector<std::pair<ObjectRef, bool>> conjuncts;
+    SplitConjuncts(cond, /*negated=*/false, &conjuncts);
     AffineParser parser(&subst_);
-    for (const ObjectRef& c : conjuncts) {
+    for (const auto& [c, negated] : conjuncts) {
       Atom atom;
       atom.expr = Resolve(c);
+      ParseComparison(parser, negated, &atom);
       atom.facts = ScanExpr(atom.expr);
-      ParseComparison(parser, &atom);
       info.atoms.push_back(std::move(atom));
     }
     return conditions_.emplace(cond.get(), std::move(info)).first->second;
   }
 
-  static void SplitConjuncts(const ObjectRef& cond, std::vector<ObjectRef>* out) {
-    if (type::And.IsInstance(cond)) {
-      SplitConjuncts(field::And_a.Get<ObjectRef>(cond), out);
-      SplitConjuncts(field::And_b.Get<ObjectRef>(cond), out);
+  /*! \brief The conjuncts of `cond` (negated when `negated`): a && b, !(a || b), likely(a). */
+  static void SplitConjuncts(const ObjectRef& cond, bool negated,
+                             std::vector<std::pair<ObjectRef, bool>>* out) {
+    if (!negated && type::And.IsInstance(cond)) {
+      SplitConjuncts(field::And_a.Get<ObjectRef>(cond), false, out);
+      SplitConjuncts(field::And_b.Get<ObjectRef>(cond), false, out);
+      return;
+    }
+    if (negated && type::Or.IsInstance(cond)) {
+      SplitConjuncts(field::Or_a.Get<ObjectRef>(cond), true, out);
+      SplitConjuncts(field::Or_b.Get<ObjectRef>(cond), true, out);
+      return;
+    }
+    if (type::Not.IsInstance(cond)) {
+      SplitConjuncts(field::Not_a.Get<ObjectRef>(cond), !negated, out);
       return;
     }
     if (std::optional<Call> call = As<Call>(cond); call && call->IsOp(op::Likely)) {
       Array<ObjectRef> args = call->args();
       if (args.size() == 1) {
-        SplitConjuncts(args[0], out);
+        SplitConjuncts(args[0], negated, out);
         return;
       }
     }
-    out->push_back(cond);
+    out->emplace_back(cond, negated);
   }
 
-  /*! \brief Recognize `a <cmp> b`; when a - b is c * v + k, derive constant bounds of v. */
-  static void ParseComparison(const AffineParser& parser, Atom* atom) {
-    const ObjectRef& e = atom->expr;
-    enum { kLT, kLE, kGT, kGE, kEQ } cmp;
+  /*!
+   * \brief Recognize `a <cmp> b` (its negation when `negated`, rewritten as the opposite
+   *        comparison); when a - b is c * v + k, derive constant bounds of v.
+   */
+  static void ParseComparison(const AffineParser& parser, bool negated, Atom* atom) {
+    ObjectRef e = atom->expr;
+    enum Cmp { kLT, kLE, kGT, kGE, kEQ } cmp;
     const FieldKey *fa, *fb;
     if (type::LT.IsInstance(e)) {
       cmp = kLT, fa = &field::LT_a, fb = &field::LT_b;
@@ -893,14 +1012,35 @@ class RegionCollector : public ScopedVisitor {
       cmp = kGT, fa = &field::GT_a, fb = &field::GT_b;
     } else if (type::GE.IsInstance(e)) {
       cmp = kGE, fa = &field::GE_a, fb = &field::GE_b;
-    } else if (type::EQ.IsInstance(e)) {
+    } else if (type::EQ.IsInstance(e) && !negated) {
       cmp = kEQ, fa = &field::EQ_a, fb = &field::EQ_b;
+    } else if (type::NE.IsInstance(e) != (negated && type::EQ.IsInstance(e))) {
+      // v != value: trims a range that starts or ends at value.
+      const FieldKey& a = type::NE.IsInstance(e) ? field::NE_a : field::EQ_a;
+      const FieldKey& b = type::NE.IsInstance(e) ? field::NE_b : field::EQ_b;
+      std::optional<Affine> x = parser.Parse(a.Get<ObjectRef>(e));
+      std::optional<Affine> y = parser.Parse(b.Get<ObjectRef>(e));
+      std::optional<Affine> diff = x && y ? Difference(*x, *y) : std::nullopt;
+      if (negated) atom->expr = NE(a.Get<ObjectRef>(e), b.Get<ObjectRef>(e));
+      if (diff && diff->terms.size() == 1 && diff->constant % diff->terms[0].second == 0) {
+        atom->bound_var = diff->terms[0].first.get();
+        atom->excluded = -diff->constant / diff->terms[0].second;
+      }
+      return;
     } else {
+      if (negated) atom->expr = Not(e);
       return;
     }
+    ObjectRef lhs = fa->Get<ObjectRef>(e), rhs = fb->Get<ObjectRef>(e);
+    if (negated) {
+      static constexpr Cmp kOpposite[] = {kGE, kGT, kLE, kLT, kEQ};
+      cmp = kOpposite[cmp];
+      atom->expr = cmp == kGE ? GE(lhs, rhs) : cmp == kGT ? GT(lhs, rhs)
+                 : cmp == kLE ? LE(lhs, rhs) : LT(lhs, rhs);
+    }
     atom->comparison = true;
-    std::optional<Affine> a = parser.Parse(fa->Get<ObjectRef>(e));
-    std::optional<Affine> b = parser.Parse(fb->Get<ObjectRef>(e));
+    std::optional<Affine> a = parser.Parse(lhs);
+    std::optional<Affine> b = parser.Parse(rhs);
     if (!a || !b) return;
     std::optional<Affine> diff = Difference(*a, *b);  // diff <cmp> 0
     if (!diff || diff->terms.size() != 1) return;
@@ -956,40 +1096,37 @@ class RegionCollector : public ScopedVisitor {
       }
       if (all_affine) return Bound{std::move(folded), {}};
     }
-    ObjectRef expr;
+    // Drop bounds another one provably dominates, so the offset stays readable.
+    std::vector<ObjectRef> kept;
+    auto dominates = [&](const ObjectRef& a, const ObjectRef& b) {  // a makes b redundant
+      return analyzer()->CanProve(take_min ? LE(a, b) : GE(a, b));
+    };
     for (const Bound* b : bounds) {
       ObjectRef e = BoundExpr(*b, dtype);
+      if (std::any_of(kept.begin(), kept.end(), [&](const ObjectRef& k) { return dominates(k, e); })) {
+        continue;
+      }
+      kept.erase(std::remove_if(kept.begin(), kept.end(),
+                                [&](const ObjectRef& k) { return dominates(e, k); }),
+                 kept.end());
+      kept.push_back(e);
+    }
+    ObjectRef expr;
+    for (const ObjectRef& e : kept) {
       expr = !expr.defined() ? e : (take_min ? Min(expr, e) : Max(expr, e));
     }
-    return MakeBound(analyzer()->Simplify(expr));
+    return MakeBound(kept.size() == 1 ? expr : analyzer()->Simplify(expr));
   }
 
-  /*!
-   * \brief A constant bound of hi - lo, reading both as nests of min (hi) and max (lo) terms:
-   *        min(a, ...) - max(b, ...) <= a - b for any pair of terms.
-   */
+  /*! \brief A constant bound of hi - lo from their bound terms; kInf when there is none. */
   static int64_t PairwiseBound(const Bound& hi, const Bound& lo) {
-    auto terms = [](const Bound& b, bool of_min) {
-      std::vector<std::optional<Affine>> out;
-      if (b.affine) {
-        out.push_back(b.affine);
-        return out;
-      }
-      std::vector<ObjectRef> exprs;
-      if (of_min) {
-        FlattenMinMax(b.expr, type::Min, field::Min_a, field::Min_b, &exprs);
-      } else {
-        FlattenMinMax(b.expr, type::Max, field::Max_a, field::Max_b, &exprs);
-      }
-      for (const ObjectRef& e : exprs) out.push_back(AffineParser(nullptr).Parse(e));
-      return out;
+    auto terms = [](const Bound& b) {
+      return b.affine ? BoundTerms{{*b.affine}, {*b.affine}} : BoundTermsOf(b.expr);
     };
     int64_t best = kInf;
-    for (const std::optional<Affine>& x : terms(hi, true)) {
-      if (!x) continue;
-      for (const std::optional<Affine>& y : terms(lo, false)) {
-        if (!y) continue;
-        std::optional<Affine> diff = Difference(*x, *y);
+    for (const Affine& x : terms(hi).upper) {
+      for (const Affine& y : terms(lo).lower) {
+        std::optional<Affine> diff = Difference(x, y);
         if (diff && diff->IsConstant()) best = std::min(best, diff->constant);
       }
     }
@@ -1184,7 +1321,9 @@ Map<String, Any> ToFFI(const CompactedRegion& r) {
   out.Set("buffer", r.buffer.ref());
   out.Set("name", String(r.buffer.name()));
   out.Set("kind", String(r.kind));
+  out.Set("dtype", String(DTypeToString(r.buffer.dtype())));
   out.Set("original_shape", r.buffer.shape());
+  out.Set("original_strides", r.buffer.strides());
   out.Set("shape", r.shape);
   out.Set("offset", r.offset);
   out.Set("strides", r.strides);

@@ -93,9 +93,11 @@ class CompactedRegion:
 
     name: str
     kind: str
+    dtype: str
     original_shape: tuple
     shape: tuple
     offset: tuple
+    original_strides: tuple = ()
     strides: tuple = ()
     views: tuple = ()
     reason: str | None = None
@@ -104,6 +106,30 @@ class CompactedRegion:
     @property
     def compacted(self) -> bool:
         return self.reason is None
+
+    @property
+    def original_bytes(self) -> int | None:
+        """Bytes of the allocation as it is (None when its shape is symbolic)."""
+        return _allocated_bytes(self.original_shape, self.original_strides, self.dtype)
+
+    @property
+    def compacted_bytes(self) -> int | None:
+        """Bytes after compaction (None when the compacted shape is symbolic)."""
+        return _allocated_bytes(self.shape, self.strides, self.dtype)
+
+
+def _allocated_bytes(shape: tuple, strides: tuple, dtype: str) -> int | None:
+    values = (*shape, *strides)
+    if not all(isinstance(v, int) for v in values):
+        return None
+    if strides:
+        elements = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    else:
+        elements = 1
+        for n in shape:
+            elements *= n
+    dt = tvm.DataType(dtype)
+    return (elements * dt.bits * dt.lanes + 7) // 8
 
 
 def compacted_regions(func: tvm.tirx.PrimFunc, is_strict: bool = True) -> list[CompactedRegion]:
@@ -114,9 +140,11 @@ def compacted_regions(func: tvm.tirx.PrimFunc, is_strict: bool = True) -> list[C
         CompactedRegion(
             name=str(r["name"]),
             kind=str(r["kind"]),
+            dtype=str(r["dtype"]),
             original_shape=_shape(r["original_shape"]),
             shape=_shape(r["shape"]),
             offset=_shape(r["offset"]),
+            original_strides=_shape(r["original_strides"]),
             strides=_shape(r["strides"]),
             views=tuple(str(v) for v in r["views"]),
             reason=None if r["reason"] is None else str(r["reason"]),

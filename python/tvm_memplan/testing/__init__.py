@@ -54,3 +54,11 @@ def assert_same_results(before: tvm.tirx.PrimFunc, after: tvm.tirx.PrimFunc, see
     expected, actual = run_prim_func(before, args), run_prim_func(after, args)
     for want, got in zip(expected, actual, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def allocated_bytes(func: tvm.tirx.PrimFunc) -> int | None:
+    """Bytes of every buffer `func` allocates, strides included; None if any is symbolic."""
+    from ..analysis import compacted_regions
+
+    sizes = [r.original_bytes for r in compacted_regions(func)]
+    return None if any(s is None for s in sizes) else sum(sizes)
