@@ -82,8 +82,29 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
     For loop(node);
     Visit(loop.min());
     Visit(loop.extent());
-    VisitLoop(LoopScope{loop.loop_var().ref(), loop.min(), loop.extent(), loop.kind(),
-                        loop.thread_tag(), node},
+    ObjectRef min = loop.min(), extent = loop.extent();
+    if (ObjectRef step = loop.step(); step.defined()) {
+      Visit(step);
+      std::optional<int64_t> s = AsConstInt(step), e = AsConstInt(extent);
+      if (s && e && *s != 0) {
+        // range(a, a + e, s): values a + k * s for 0 <= k < ceil(e / s).
+        int64_t count = (*s > 0) == (*e > 0) ? (*e + *s - (*s > 0 ? 1 : -1)) / *s : 0;
+        int64_t last = count > 0 ? (count - 1) * *s : 0;
+        if (count > 0) {
+          min = Add(min, IntConst(extent, std::min<int64_t>(0, last)));
+          extent = IntConst(extent, (last < 0 ? -last : last) + 1);
+        } else {
+          extent = IntConst(extent, 0);
+        }
+      } else if (!s || *s < 0) {
+        // A negative step counts down from a to a + e + 1; cover both directions.
+        ObjectRef one = IntConst(extent, 1), end = Add(min, extent);
+        ObjectRef lo = Min(min, Add(end, one)), hi = Max(min, Sub(end, one));
+        min = lo;
+        extent = Add(Sub(hi, lo), one);
+      }
+    }
+    VisitLoop(LoopScope{loop.loop_var().ref(), min, extent, loop.kind(), loop.thread_tag(), node},
               loop.body());
   } else if (type::AttrStmt.IsInstance(t)) {
     AttrStmt attr(node);

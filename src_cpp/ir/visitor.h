@@ -37,6 +37,10 @@ namespace ir {
 /*! \brief A loop-like scope: a For loop, or a `thread_extent` / `virtual_thread` attribute. */
 struct LoopScope {
   ObjectRef var;
+  /*!
+   * \brief The var takes values in [min, min + extent). For a loop with a step other than 1
+   *        this is a range that covers every value (a negative step counts down).
+   */
   ObjectRef min, extent;
   ForKind kind;
   /*! \brief "threadIdx.x", "blockIdx.y", "vthread", ... or "" for an ordinary loop. */

@@ -204,6 +204,47 @@ class TestKeepsParameterBuffers(BaseCompactTest):
     expected = before
 
 
+class TestLoopWithAStep(BaseCompactTest):
+    """`range(4, 16, 2)` takes values in [4, 14]."""
+
+    @T.prim_func
+    def before(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
+        B = T.alloc_buffer((32,), "float32")
+        for i in T.serial(4, 16, step=2):
+            B[i] = A[i] * T.float32(2)
+        for i in T.serial(4, 16, step=2):
+            C[i] = B[i]
+
+    @T.prim_func
+    def expected(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
+        B = T.alloc_buffer((11,), "float32")
+        for i in T.serial(4, 16, step=2):
+            B[i - 4] = A[i] * T.float32(2)
+        for i in T.serial(4, 16, step=2):
+            C[i] = B[i - 4]
+
+
+class TestCountingDownLoop(BaseCompactTest):
+    """`range(15, 3, -1)` (min 15, extent -12) covers [4, 15]; it is not an empty loop."""
+
+    @T.prim_func
+    def before(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
+        B = T.alloc_buffer((32,), "float32")
+        for i in T.serial(15, 3, step=-1):
+            B[i] = A[i] * T.float32(2)
+            C[i] = B[i]
+
+    @T.prim_func
+    def expected(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
+        B = T.alloc_buffer((12,), "float32")
+        for i in T.serial(15, 3, step=-1):
+            B[i - 4] = A[i] * T.float32(2)
+            C[i] = B[i - 4]
+
+    runs_on_cpu = False  # TVM 0.27 does not lower negative steps ("may not be positive")
+    stock_is_unsafe = "the stock pass sizes the buffer by the negative loop extent"
+
+
 # ---- 2. the allocation is the definition point; views -----------------------------------------
 
 
