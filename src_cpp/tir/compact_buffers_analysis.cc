@@ -685,6 +685,14 @@ class RegionCollector : public ScopedVisitor {
       if (ctx.constant[k]) {
         ctx.lo[k] = *min;
         ctx.hi[k] = *min + *extent - 1;
+      } else if (ctx.relaxed[k]) {
+        // A symbolic range (a tail tile `range(min(4, n - i * 4))`) often has constant bounds.
+        auto [lo, hi] = analyzer()->ConstBound(loops[k].var);
+        if (lo != std::numeric_limits<int64_t>::min() && hi != kInf) {
+          ctx.constant[k] = true;
+          ctx.lo[k] = lo;
+          ctx.hi[k] = hi;
+        }
       }
     }
     // Conditions: constant bounds of one relaxed variable tighten its range; other conditions
@@ -856,30 +864,44 @@ class RegionCollector : public ScopedVisitor {
       predicate = And(predicate, atom->expr);
       for (const ObjectRef& v : atom->facts.vars) mark(v);
     }
+    // Ranges of the relaxed loops, outermost first: a range that names an outer relaxed loop
+    // (a triangular nest) is relaxed over that loop's range.
     Map<ObjectRef, ObjectRef> var_dom;
-    std::vector<const Object*> relaxed_vars;
+    std::vector<std::pair<ObjectRef, Interval>> relaxed_dom;
     for (size_t k = 0; k < loops.size(); ++k) {
       if (!ctx.relaxed[k]) continue;
-      relaxed_vars.push_back(loops[k].var.get());
-      if (!used[k]) continue;
+      const LoopScope& loop = loops[k];
+      Interval range;
       if (ctx.constant[k]) {
-        var_dom.Set(loops[k].var, MakeRange(IntConst(loops[k].min, ctx.lo[k]),
-                                            IntConst(loops[k].min, ctx.hi[k] - ctx.lo[k] + 1)));
-        continue;
-      }
-      // A symbolic range must not name another relaxed loop (a triangular nest).
-      for (const ObjectRef& e : {loops[k].min, loops[k].extent}) {
-        for (const ObjectRef& v : ScanExpr(e).vars) {
-          int j = ctx.LoopIndex(loops, v.get());
-          if (j >= 0 && ctx.relaxed[j]) {
-            for (size_t d = 0; d < items.size(); ++d) {
-              if ((*unknown)[d].empty()) (*unknown)[d] = "loop range depends on a relaxed loop";
-            }
-            return;
+        range = Interval{IntConst(loop.min, ctx.lo[k]), IntConst(loop.min, ctx.hi[k])};
+      } else {
+        ObjectRef last = Sub(Add(loop.min, loop.extent), IntConst(loop.extent, 1));
+        bool nested = false;
+        for (const ObjectRef& e : {loop.min, loop.extent}) {
+          for (const ObjectRef& v : ScanExpr(e).vars) {
+            int j = ctx.LoopIndex(loops, v.get());
+            nested |= j >= 0 && ctx.relaxed[j];
           }
         }
+        if (nested) {
+          range.min = analyzer()->Relax(loop.min, relaxed_dom).min;
+          range.max = analyzer()->Relax(last, relaxed_dom).max;
+        } else {
+          range = Interval{loop.min, last};
+        }
       }
-      var_dom.Set(loops[k].var, MakeRange(loops[k].min, loops[k].extent));
+      if (!range.bounded()) {
+        if (!used[k]) continue;
+        for (size_t d = 0; d < items.size(); ++d) {
+          if ((*unknown)[d].empty()) (*unknown)[d] = "loop range is unbounded";
+        }
+        return;
+      }
+      relaxed_dom.emplace_back(loop.var, range);
+      if (used[k]) {
+        ObjectRef extent = Add(Sub(*range.max, *range.min), IntConst(loop.extent, 1));
+        var_dom.Set(loop.var, MakeRange(*range.min, extent));
+      }
     }
     std::optional<std::vector<Interval>> box =
         analyzer()->EstimateRegion(region, var_dom, predicate, Analyzer::RegionBound::kUpper);
