@@ -364,11 +364,9 @@ int64_t CeilDivInt(int64_t a, int64_t b) { return -FloorDivInt(-a, b); }
 struct Atom {
   ObjectRef expr;
   ExprFacts facts;
-  /*! \brief For `c * v + k <cmp> 0`: the variable and its constant bounds [lo, hi]. */
-  const Object* bound_var = nullptr;
-  int64_t lo = std::numeric_limits<int64_t>::min(), hi = kInf;
-  /*! \brief For `c * v + k != 0`: the one value v cannot take. */
-  std::optional<int64_t> excluded;
+  /*! \brief The atom as `form <relation> 0`, when both sides are affine. */
+  enum class Relation { kNone, kLE, kGE, kEQ, kNE } relation = Relation::kNone;
+  std::optional<Affine> form;
   /*! \brief A comparison iter-map analysis can use as a predicate. */
   bool comparison = false;
 };
@@ -695,8 +693,8 @@ class RegionCollector : public ScopedVisitor {
         }
       }
     }
-    // Conditions: constant bounds of one relaxed variable tighten its range; other conditions
-    // on relaxed variables go to iter-map analysis with the access.
+    // Conditions: a bound on one relaxed variable tightens its constant range; conditions on
+    // several relaxed variables go to iter-map analysis with the access.
     for (const ObjectRef& cond : conditions()) {
       for (const Atom& atom : Condition(cond).atoms) {
         bool relevant = false;
@@ -705,15 +703,14 @@ class RegionCollector : public ScopedVisitor {
           if (k >= 0 && ctx.relaxed[k]) relevant = true;
         }
         if (!relevant) continue;
-        int k = atom.bound_var ? ctx.LoopIndex(loops, atom.bound_var) : -1;
-        if (k >= 0 && ctx.constant[k]) {
-          ctx.lo[k] = std::max(ctx.lo[k], atom.lo);
-          ctx.hi[k] = std::min(ctx.hi[k], atom.hi);
-          if (atom.excluded && *atom.excluded == ctx.lo[k]) ++ctx.lo[k];
-          if (atom.excluded && *atom.excluded == ctx.hi[k]) --ctx.hi[k];
-          if (ctx.lo[k] > ctx.hi[k]) return;  // unreachable
-        } else if (atom.comparison) {
-          ctx.pending.push_back(&atom);
+        switch (TightenRange(atom, &ctx)) {
+          case Tightened::kYes:
+            break;
+          case Tightened::kEmpty:
+            return;  // the access cannot execute
+          case Tightened::kNo:
+            if (atom.comparison) ctx.pending.push_back(&atom);
+            break;
         }
       }
     }
@@ -743,6 +740,66 @@ class RegionCollector : public ScopedVisitor {
         }
       }
     }
+  }
+
+  enum class Tightened { kYes, kNo, kEmpty };
+
+  /*!
+   * \brief Use `c * v + rest <relation> 0` to tighten the constant range of v, when v is the
+   *        only relaxed variable and `rest` has constant bounds (its loops have constant ranges).
+   */
+  Tightened TightenRange(const Atom& atom, Context* ctx) const {
+    if (!atom.form) return Tightened::kNo;
+    const std::vector<LoopScope>& loops = this->loops();
+    int target = -1;
+    int64_t c = 0, rest_lo = atom.form->constant, rest_hi = atom.form->constant;
+    for (const auto& [var, coeff] : atom.form->terms) {
+      int k = ctx->LoopIndex(loops, var.get());
+      if (k < 0 || !ctx->constant[k]) return Tightened::kNo;
+      if (ctx->relaxed[k]) {
+        if (target >= 0) return Tightened::kNo;  // two relaxed variables: iter-map analysis
+        target = k;
+        c = coeff;
+        continue;
+      }
+      int64_t a, b;
+      if (__builtin_mul_overflow(coeff, ctx->lo[k], &a) ||
+          __builtin_mul_overflow(coeff, ctx->hi[k], &b) ||
+          __builtin_add_overflow(rest_lo, std::min(a, b), &rest_lo) ||
+          __builtin_add_overflow(rest_hi, std::max(a, b), &rest_hi)) {
+        return Tightened::kNo;
+      }
+    }
+    if (target < 0 || rest_lo == std::numeric_limits<int64_t>::min() || rest_hi == kInf) {
+      return Tightened::kNo;
+    }
+    int64_t& lo = ctx->lo[target];
+    int64_t& hi = ctx->hi[target];
+    using R = Atom::Relation;
+    // c * v <= -rest holds for some rest in [rest_lo, rest_hi]: c * v <= -rest_lo.
+    if (atom.relation == R::kLE || atom.relation == R::kEQ) {
+      if (c > 0) {
+        hi = std::min(hi, FloorDivInt(-rest_lo, c));
+      } else {
+        lo = std::max(lo, CeilDivInt(-rest_lo, c));
+      }
+    }
+    // c * v >= -rest: c * v >= -rest_hi.
+    if (atom.relation == R::kGE || atom.relation == R::kEQ) {
+      if (c > 0) {
+        lo = std::max(lo, CeilDivInt(-rest_hi, c));
+      } else {
+        hi = std::min(hi, FloorDivInt(-rest_hi, c));
+      }
+    }
+    if (atom.relation == R::kNE) {
+      // v != value trims a range that starts or ends at value.
+      if (rest_lo != rest_hi || rest_lo % c != 0) return Tightened::kNo;
+      int64_t value = -rest_lo / c;
+      if (value == lo) ++lo;
+      if (value == hi) --hi;
+    }
+    return lo > hi ? Tightened::kEmpty : Tightened::kYes;
   }
 
   /*! \brief (min, max) of one index as expressions: ramps cover all their lanes. */
@@ -1024,7 +1081,7 @@ class RegionCollector : public ScopedVisitor {
    */
   static void ParseComparison(const AffineParser& parser, bool negated, Atom* atom) {
     ObjectRef e = atom->expr;
-    enum Cmp { kLT, kLE, kGT, kGE, kEQ } cmp;
+    enum Cmp { kLT, kLE, kGT, kGE, kEQ, kNE } cmp;
     const FieldKey *fa, *fb;
     if (type::LT.IsInstance(e)) {
       cmp = kLT, fa = &field::LT_a, fb = &field::LT_b;
@@ -1034,62 +1091,40 @@ class RegionCollector : public ScopedVisitor {
       cmp = kGT, fa = &field::GT_a, fb = &field::GT_b;
     } else if (type::GE.IsInstance(e)) {
       cmp = kGE, fa = &field::GE_a, fb = &field::GE_b;
-    } else if (type::EQ.IsInstance(e) && !negated) {
+    } else if (type::EQ.IsInstance(e)) {
       cmp = kEQ, fa = &field::EQ_a, fb = &field::EQ_b;
-    } else if (type::NE.IsInstance(e) != (negated && type::EQ.IsInstance(e))) {
-      // v != value: trims a range that starts or ends at value.
-      const FieldKey& a = type::NE.IsInstance(e) ? field::NE_a : field::EQ_a;
-      const FieldKey& b = type::NE.IsInstance(e) ? field::NE_b : field::EQ_b;
-      std::optional<Affine> x = parser.Parse(a.Get<ObjectRef>(e));
-      std::optional<Affine> y = parser.Parse(b.Get<ObjectRef>(e));
-      std::optional<Affine> diff = x && y ? Difference(*x, *y) : std::nullopt;
-      if (negated) atom->expr = NE(a.Get<ObjectRef>(e), b.Get<ObjectRef>(e));
-      if (diff && diff->terms.size() == 1 && diff->constant % diff->terms[0].second == 0) {
-        atom->bound_var = diff->terms[0].first.get();
-        atom->excluded = -diff->constant / diff->terms[0].second;
-      }
-      return;
+    } else if (type::NE.IsInstance(e)) {
+      cmp = kNE, fa = &field::NE_a, fb = &field::NE_b;
     } else {
       if (negated) atom->expr = Not(e);
       return;
     }
     ObjectRef lhs = fa->Get<ObjectRef>(e), rhs = fb->Get<ObjectRef>(e);
     if (negated) {
-      static constexpr Cmp kOpposite[] = {kGE, kGT, kLE, kLT, kEQ};
+      static constexpr Cmp kOpposite[] = {kGE, kGT, kLE, kLT, kNE, kEQ};
       cmp = kOpposite[cmp];
-      atom->expr = cmp == kGE ? GE(lhs, rhs) : cmp == kGT ? GT(lhs, rhs)
-                 : cmp == kLE ? LE(lhs, rhs) : LT(lhs, rhs);
+      atom->expr = cmp == kGE   ? GE(lhs, rhs)
+                   : cmp == kGT ? GT(lhs, rhs)
+                   : cmp == kLE ? LE(lhs, rhs)
+                   : cmp == kLT ? LT(lhs, rhs)
+                   : cmp == kEQ ? EQ(lhs, rhs)
+                                : NE(lhs, rhs);
     }
-    atom->comparison = true;
+    atom->comparison = cmp != kNE;
     std::optional<Affine> a = parser.Parse(lhs);
     std::optional<Affine> b = parser.Parse(rhs);
-    if (!a || !b) return;
-    std::optional<Affine> diff = Difference(*a, *b);  // diff <cmp> 0
-    if (!diff || diff->terms.size() != 1) return;
-    int64_t c = diff->terms[0].second, k = diff->constant;
-    if (k == std::numeric_limits<int64_t>::min() || k == kInf) return;
-    // c * v <= upper and/or c * v >= lower.
-    std::optional<int64_t> upper, lower;
-    if (cmp == kLT) upper = -k - 1;
-    if (cmp == kLE || cmp == kEQ) upper = -k;
-    if (cmp == kGT) lower = -k + 1;
-    if (cmp == kGE || cmp == kEQ) lower = -k;
-    atom->bound_var = diff->terms[0].first.get();
-    if (upper) {
-      if (c > 0) {
-        atom->hi = FloorDivInt(*upper, c);
-      } else {
-        atom->lo = CeilDivInt(*upper, c);
-      }
-    }
-    if (lower) {
-      if (c > 0) {
-        atom->lo = std::max(atom->lo, CeilDivInt(*lower, c));
-      } else {
-        atom->hi = std::min(atom->hi, FloorDivInt(*lower, c));
-      }
-    }
+    std::optional<Affine> diff = a && b ? Difference(*a, *b) : std::nullopt;
+    if (!diff) return;
+    // Integer comparisons: a < b is a - b + 1 <= 0, a > b is a - b - 1 >= 0.
+    if ((cmp == kLT && !diff->AddConstant(1)) || (cmp == kGT && !diff->AddConstant(-1))) return;
+    using R = Atom::Relation;
+    atom->relation = cmp == kLT || cmp == kLE   ? R::kLE
+                     : cmp == kGT || cmp == kGE ? R::kGE
+                     : cmp == kEQ               ? R::kEQ
+                                                : R::kNE;
+    atom->form = std::move(diff);
   }
+
 
   void AddFunctionVars(const ObjectRef& expr) {
     if (!expr.defined()) return;
