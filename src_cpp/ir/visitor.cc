@@ -144,7 +144,7 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
   } else if (type::Bind.IsInstance(t)) {
     Bind bind(node);
     Visit(bind.value());
-    analyzer_->BindExpr(bind.var().ref(), bind.value(), /*allow_override=*/true);
+    BindLater(bind.var().ref(), bind.value(), ObjectRef());
     OnBind(bind);
   } else if (type::BufferStore.IsInstance(t)) {
     BufferStore store(node);
@@ -178,14 +178,16 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
 void ScopedVisitor::VisitLoop(LoopScope scope, const ObjectRef& body) {
   if (options_.skip_unreachable) {
     std::optional<int64_t> extent = AsConstInt(scope.extent);
-    if (extent ? *extent <= 0 : analyzer_->CanProve(LE(scope.extent, IntConst(scope.extent, 0)))) {
+    if (extent ? *extent <= 0 : analyzer()->CanProve(LE(scope.extent, IntConst(scope.extent, 0)))) {
       return;
     }
   }
-  analyzer_->BindRange(scope.var, scope.min, scope.extent, /*allow_override=*/true);
+  size_t pending = pending_binds_.size();
+  BindLater(scope.var, scope.min, scope.extent);
   loops_.push_back(std::move(scope));
   VisitScoped(body);
   loops_.pop_back();
+  DropBindingsAbove(pending);
 }
 
 void ScopedVisitor::VisitUnderCondition(const ObjectRef& condition, const ObjectRef& node) {
@@ -199,8 +201,8 @@ void ScopedVisitor::WithCondition(const ObjectRef& condition, F visit_body) {
     visit_body();
     return;
   }
-  if (options_.skip_unreachable && analyzer_->CanProve(Not(condition))) return;
-  Analyzer::ConstraintScope assume(analyzer_, condition);
+  if (options_.skip_unreachable && analyzer()->CanProve(Not(condition))) return;
+  Analyzer::ConstraintScope assume(analyzer(), condition);
   conditions_.push_back(condition);
   visit_body();
   conditions_.pop_back();
@@ -212,10 +214,11 @@ void ScopedVisitor::VisitBlockRealize(const SBlockRealize& realize) {
   Array<ObjectRef> iter_vars = block.iter_vars();
   Visit(values);
   Visit(realize.predicate());
+  size_t pending = pending_binds_.size();
   for (size_t i = 0; i < iter_vars.size() && i < values.size(); ++i) {
     ObjectRef var = IterVar(iter_vars[i]).var().ref();
     block_bindings_.Set(var, values[i]);
-    analyzer_->BindExpr(var, values[i], /*allow_override=*/true);
+    BindLater(var, values[i], ObjectRef());
   }
   WithCondition(AsCondition(realize.predicate()), [&]() {
     OnBlockEnter(realize);
@@ -235,6 +238,18 @@ void ScopedVisitor::VisitBlockRealize(const SBlockRealize& realize) {
     OnBlockExit(realize);
   });
   for (const ObjectRef& iter_var : iter_vars) block_bindings_.erase(IterVar(iter_var).var().ref());
+  DropBindingsAbove(pending);
+}
+
+void ScopedVisitor::FlushBindings() const {
+  for (const PendingBind& bind : pending_binds_) {
+    if (bind.extent.defined()) {
+      analyzer_->BindRange(bind.var, bind.min_or_value, bind.extent, /*allow_override=*/true);
+    } else {
+      analyzer_->BindExpr(bind.var, bind.min_or_value, /*allow_override=*/true);
+    }
+  }
+  pending_binds_.clear();
 }
 
 void ScopedVisitor::Define(AllocationSite::Kind kind, const Buffer& buffer, const ObjectRef& node) {

@@ -100,7 +100,11 @@ class ScopedVisitor {
   const std::vector<AllocationSite>& allocations() const { return allocations_; }
   /*! \brief Block iteration var -> bound value, for every enclosing block. */
   const Map<ObjectRef, ObjectRef>& block_bindings() const { return block_bindings_; }
-  Analyzer* analyzer() const { return analyzer_; }
+  /*! \brief The analyzer, told about every enclosing loop, block binding and `Bind`. */
+  Analyzer* analyzer() const {
+    FlushBindings();
+    return analyzer_;
+  }
 
  private:
   class Dispatch;
@@ -122,9 +126,27 @@ class ScopedVisitor {
   void VisitBlockRealize(const SBlockRealize& realize);
   void Define(AllocationSite::Kind kind, const Buffer& buffer, const ObjectRef& node);
   void EndScopesAbove(size_t live_count);
+  /*! \brief Tell the analyzer about a var (a range, or a value when `extent` is null). */
+  void BindLater(const ObjectRef& var, const ObjectRef& min_or_value, const ObjectRef& extent) {
+    pending_binds_.push_back(PendingBind{var, min_or_value, extent});
+  }
+  /*! \brief Forget the bindings of a scope that ends before anyone asked the analyzer. */
+  void DropBindingsAbove(size_t count) {
+    if (pending_binds_.size() > count) pending_binds_.resize(count);
+  }
+  void FlushBindings() const;
 
   ffi::StructuralVisitorObj* engine_ = nullptr;
   Analyzer* analyzer_;
+  /*!
+   * \brief Bindings made in scope but not yet passed to the analyzer: each costs FFI calls, and
+   *        many scopes end without a question to the analyzer. Loop vars are unique, so a
+   *        binding passed late is still right; one never passed is never needed.
+   */
+  struct PendingBind {
+    ObjectRef var, min_or_value, extent;
+  };
+  mutable std::vector<PendingBind> pending_binds_;
   Options options_;
   std::vector<LoopScope> loops_;
   std::vector<ObjectRef> conditions_;

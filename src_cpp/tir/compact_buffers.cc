@@ -69,16 +69,13 @@ PrimFunc CompactBufferAllocation(const PrimFunc& func, const CompactionOptions& 
       std::optional<int64_t> c = AsConstInt(o);
       offset.push_back(c && *c == 0 ? ObjectRef() : o);
     }
-    std::vector<Buffer> originals = region.views;
-    originals.insert(originals.begin(), region.buffer);
-    for (const Buffer& original : originals) {
-      std::optional<Buffer> compacted = original.WithShape(region.shape, region.strides);
-      if (!compacted) {
-        TVM_FFI_THROW(InternalError) << "internal error: `" << original.name()
-                                     << "` cannot be re-laid out although the analysis said so";
-      }
-      rewriter.RemapVar(original.ref(), compacted->ref());
-      by_new_buffer.emplace(compacted->get(), Replacement{*compacted, offset});
+    auto replace = [&](const Buffer& original, const Buffer& compacted) {
+      rewriter.RemapVar(original.ref(), compacted.ref());
+      by_new_buffer.emplace(compacted.get(), Replacement{compacted, offset});
+    };
+    replace(region.buffer, *region.new_buffer);
+    for (size_t i = 0; i < region.views.size(); ++i) {
+      replace(region.views[i], region.new_views[i]);
     }
   }
   if (stats) *stats = local;

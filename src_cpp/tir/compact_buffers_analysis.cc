@@ -1209,14 +1209,18 @@ class RegionCollector : public ScopedVisitor {
     Array<ObjectRef> shape = buffer.shape();
     r.shape = shape;
     r.strides = buffer.strides();
-    for (const ObjectRef& extent : shape) r.offset.push_back(IntConst(extent, 0));
-    if (!t->give_up.empty()) {
-      r.reason = t->give_up;
-      return;
-    }
+    auto unchanged = [&](const std::string& reason) {
+      r.reason = reason;
+      r.offset.clear();
+      for (const ObjectRef& extent : shape) r.offset.push_back(IntConst(extent, 0));
+    };
+    if (!t->give_up.empty()) return unchanged(t->give_up);
     Array<ObjectRef> new_shape, offset;
+    bool moved = false;
     for (size_t d = 0; d < t->dims.size(); ++d) {
       auto [o, e] = FinalizeDim(t, d, shape[d]);
+      std::optional<int64_t> c = AsConstInt(o);
+      moved |= !(c && *c == 0);
       offset.push_back(o);
       new_shape.push_back(e);
     }
@@ -1225,19 +1229,23 @@ class RegionCollector : public ScopedVisitor {
     for (size_t d = 0; d < shape.size(); ++d) {
       if (!SameExtent(shape[d], new_shape[d])) same_shape = false;
     }
-    if (same_shape && ffi::StructuralEqual::Equal(strides, buffer.strides())) {
-      r.reason = t->accessed ? "the accesses cover the whole buffer" : "it is not accessed";
-      return;
+    // Shifting a buffer of the same size gains nothing, except that non-strict mode promises
+    // exactly the accessed region.
+    if (same_shape && (options_.is_strict || !moved) &&
+        ffi::StructuralEqual::Equal(strides, buffer.strides())) {
+      return unchanged(t->accessed ? "the accesses cover the whole buffer" : "it is not accessed");
     }
-    if (!buffer.WithShape(new_shape, strides)) {
-      r.reason = "it has a layout other than the default row-major one";
-      return;
-    }
+    r.new_buffer = buffer.WithShape(new_shape, strides);
+    if (!r.new_buffer) return unchanged("it has a layout other than the default row-major one");
     for (const Buffer& view : t->views) {
-      if (!view.WithShape(new_shape, strides)) {
-        r.reason = "view `" + view.name() + "` has a layout other than the default row-major one";
-        return;
+      std::optional<Buffer> new_view = view.WithShape(new_shape, strides);
+      if (!new_view) {
+        r.new_buffer.reset();
+        r.new_views.clear();
+        return unchanged("view `" + view.name() +
+                         "` has a layout other than the default row-major one");
       }
+      r.new_views.push_back(*new_view);
     }
     r.shape = new_shape;
     r.offset = offset;
@@ -1254,17 +1262,18 @@ class RegionCollector : public ScopedVisitor {
   std::pair<ObjectRef, ObjectRef> FinalizeDim(Tracked* t, size_t d, const ObjectRef& extent) {
     DimState& dim = t->dims[d];
     DLDataType dtype = dim.has_dtype ? dim.index_dtype : DTypeOf(extent);
-    ObjectRef zero = IntConst(dtype, 0);
     auto full = [&](const std::string& why) {
       t->result->notes.push_back("dim " + std::to_string(d) + " keeps its extent: " + why);
-      return std::make_pair(zero, extent);
+      return std::make_pair(IntConst(dtype, 0), extent);
     };
     if (!dim.unknown.empty()) return full(dim.unknown);
+    std::optional<int64_t> const_extent = AsConstInt(extent);
     if (dim.ranges.empty()) {
       // Never accessed (or only in unreachable code): one element is enough.
-      std::optional<int64_t> c = AsConstInt(extent);
-      if (options_.is_strict && !(c && *c >= 1)) return std::make_pair(zero, extent);
-      return std::make_pair(zero, IntConst(extent, 1));
+      if (options_.is_strict && !(const_extent && *const_extent >= 1)) {
+        return std::make_pair(IntConst(dtype, 0), extent);
+      }
+      return std::make_pair(IntConst(dtype, 0), IntConst(extent, 1));
     }
     std::vector<const Bound*> los, his;
     for (const DimRange& r : dim.ranges) {
@@ -1273,24 +1282,21 @@ class RegionCollector : public ScopedVisitor {
     }
     Bound lo = Combine(los, /*take_min=*/true, dtype);
     Bound hi = Combine(his, /*take_min=*/false, dtype);
-    std::optional<int64_t> const_extent = AsConstInt(extent);
     if (options_.is_strict) {
       // Clamp to [0, extent - 1]: accesses outside the original buffer were out of bounds.
-      if (!(lo.affine && lo.affine->IsConstant() && lo.affine->constant >= 0)) {
-        auto [min, max] = analyzer()->ConstBound(BoundExpr(lo, dtype));
-        if (max < 0) {
-          lo = Bound{Affine{{}, 0}, {}};
-        } else if (min < 0) {
-          lo = MakeBound(analyzer()->Simplify(Max(BoundExpr(lo, dtype), zero)));
-        }
-      } else if (lo.affine->constant < 0) {
-        lo.affine->constant = 0;
+      auto [lo_min, lo_max] = ConstBounds(lo, dtype);
+      if (lo_max <= 0 || (lo.affine && lo.affine->IsConstant() && lo_min < 0)) {
+        lo = Bound{Affine{{}, std::max<int64_t>(lo_max, 0)}, {}};
+        if (lo_max < 0) lo.affine->constant = 0;
+      } else if (lo_min < 0) {
+        lo = MakeBound(analyzer()->Simplify(Max(BoundExpr(lo, dtype), IntConst(dtype, 0))));
       }
       if (const_extent) {
         int64_t last = *const_extent - 1;
-        if (hi.affine && hi.affine->IsConstant()) {
-          hi.affine->constant = std::min(hi.affine->constant, last);
-        } else if (analyzer()->ConstBound(BoundExpr(hi, dtype)).second > last) {
+        auto [hi_min, hi_max] = ConstBounds(hi, dtype);
+        if (hi_min >= last || (hi.affine && hi.affine->IsConstant() && hi_max > last)) {
+          hi = Bound{Affine{{}, std::min(hi_min, last)}, {}};
+        } else if (hi_max > last) {
           hi = MakeBound(analyzer()->Simplify(Min(BoundExpr(hi, dtype), IntConst(dtype, last))));
         }
       } else {
@@ -1330,6 +1336,35 @@ class RegionCollector : public ScopedVisitor {
     if (options_.is_strict && const_extent) bound = std::min(bound, *const_extent);
     if (bound == kInf) return full("extent depends on a loop and has no constant bound");
     return {offset, IntConst(extent, std::max<int64_t>(bound, 1))};
+  }
+
+  /*!
+   * \brief Constant bounds of a bound: in C++ for an affine form over loops with constant
+   *        ranges (the loops enclosing the allocation), through the analyzer otherwise.
+   */
+  std::pair<int64_t, int64_t> ConstBounds(const Bound& b, DLDataType dtype) const {
+    if (b.affine) {
+      int64_t lo = b.affine->constant, hi = b.affine->constant;
+      bool known = true;
+      for (const auto& [var, coeff] : b.affine->terms) {
+        const LoopScope* loop = nullptr;
+        for (const LoopScope& l : loops()) {
+          if (l.var.same_as(var)) loop = &l;
+        }
+        std::optional<int64_t> min = loop ? AsConstInt(loop->min) : std::nullopt;
+        std::optional<int64_t> extent = loop ? AsConstInt(loop->extent) : std::nullopt;
+        int64_t a, z;
+        if (!min || !extent || *extent < 1 || __builtin_mul_overflow(coeff, *min, &a) ||
+            __builtin_mul_overflow(coeff, *min + *extent - 1, &z) ||
+            __builtin_add_overflow(lo, std::min(a, z), &lo) ||
+            __builtin_add_overflow(hi, std::max(a, z), &hi)) {
+          known = false;
+          break;
+        }
+      }
+      if (known) return {lo, hi};
+    }
+    return analyzer()->ConstBound(BoundExpr(b, dtype));
   }
 
   /*! \brief Whether the offset names only loops visible wherever it is used. */

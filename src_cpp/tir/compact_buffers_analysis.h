@@ -36,6 +36,7 @@
 #ifndef TVM_MEMPLAN_TIR_COMPACT_BUFFERS_ANALYSIS_H_
 #define TVM_MEMPLAN_TIR_COMPACT_BUFFERS_ANALYSIS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,9 @@ struct CompactedRegion {
   ffi::Array<ffi::ObjectRef> strides;
   /*! \brief Views (`decl_buffer(data=buffer.data)`, same element layout) compacted with it. */
   std::vector<ir::Buffer> views;
+  /*! \brief The buffer that replaces it (and its views, in order), when it is rewritten. */
+  std::optional<ir::Buffer> new_buffer;
+  std::vector<ir::Buffer> new_views;
   /*! \brief Why the buffer stays as it is; empty when it is rewritten. */
   std::string reason;
   /*! \brief Notes on dimensions kept at their original extent although the rest compacts. */
