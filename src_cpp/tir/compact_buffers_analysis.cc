@@ -709,7 +709,11 @@ class RegionCollector : public ScopedVisitor {
           case Tightened::kEmpty:
             return;  // the access cannot execute
           case Tightened::kNo:
-            if (atom.comparison) ctx.pending.push_back(&atom);
+            // Iter-map analysis cannot use a condition that reads memory; dropping a condition
+            // only makes the region larger.
+            if (atom.comparison && !atom.facts.reads_memory && !atom.facts.calls) {
+              ctx.pending.push_back(&atom);
+            }
             break;
         }
       }

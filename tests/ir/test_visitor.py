@@ -166,3 +166,49 @@ def test_lowering_blocks_keeps_the_events_of_the_accesses():
     lowered = tvm.s_tir.transform.LowerOpaqueBlock()(tvm.IRModule({"main": func}))["main"]
     accesses = [e for e in events(func) if e.startswith(("load", "store"))]
     assert accesses == [e for e in events(lowered) if e.startswith(("load", "store"))]
+
+
+def test_bind_is_reported_after_its_value():
+    @T.prim_func
+    def func(A: T.Buffer((16,), "float32")):
+        for i in range(4):
+            x = T.bind(i * 4)
+            A[x] = T.float32(0)
+
+    assert events(func) == [
+        "bind x loops=[i] conds=0",
+        "store A loops=[i] conds=0",
+    ]
+
+
+def test_loop_steps_give_the_range_the_var_covers():
+    @T.prim_func
+    def func(A: T.Buffer((32,), "float32")):
+        for i in T.serial(4, 16, step=3):
+            A[i] = T.float32(0)
+        for k in T.serial(15, 3, step=-2):
+            A[k] = T.float32(1)
+
+    assert list(hooks.store_facts(func)) == [
+        "A i=[4, 14) in bounds",
+        "A k=[5, 16) in bounds",
+    ]
+
+
+def test_analyzer_knows_loops_blocks_binds_and_conditions_when_asked():
+    """Bindings reach the analyzer lazily, but always before a question is answered."""
+
+    @T.prim_func(s_tir=True)
+    def func(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in range(16):
+            with T.sblock("b"):
+                vi = T.axis.spatial(16, i)
+                x = T.bind(vi - 8)
+                if vi >= 8:
+                    A[x] = T.float32(0)
+                B[x] = T.float32(0)
+
+    assert list(hooks.store_facts(func)) == [
+        "A i=[0, 16) in bounds",
+        "B i=[0, 16) unproven",
+    ]

@@ -742,6 +742,34 @@ class TestVirtualThreads(BaseCompactTest):
     runs_on_cpu = False
 
 
+class TestVirtualThreadAttribute(BaseCompactTest):
+    """A `virtual_thread` attribute (launch_thread("vthread")) is a thread scope too."""
+
+    @T.prim_func
+    def before(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+        bx = T.launch_thread("blockIdx.x", 4)
+        vt = T.launch_thread("vthread", 2)
+        tx = T.launch_thread("threadIdx.x", 8)
+        S = T.alloc_buffer((64,), "float32", scope="shared")
+        L = T.alloc_buffer((64,), "float32", scope="local")
+        S[bx * 16 + vt * 8 + tx] = A[bx * 16 + vt * 8 + tx]
+        L[bx * 16 + vt * 8 + tx] = S[bx * 16 + vt * 8 + tx]
+        C[bx * 16 + vt * 8 + tx] = L[bx * 16 + vt * 8 + tx]
+
+    @T.prim_func
+    def expected(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+        bx = T.launch_thread("blockIdx.x", 4)
+        vt = T.launch_thread("vthread", 2)
+        tx = T.launch_thread("threadIdx.x", 8)
+        S = T.alloc_buffer((16,), "float32", scope="shared")
+        L = T.alloc_buffer((1,), "float32", scope="local")
+        S[vt * 8 + tx] = A[bx * 16 + vt * 8 + tx]
+        L[0] = S[vt * 8 + tx]
+        C[bx * 16 + vt * 8 + tx] = L[0]
+
+    runs_on_cpu = False
+
+
 class TestWarpMemoryRelaxesThreadIdxXOnly(BaseCompactTest):
     """Warp memory is spread over threadIdx.x only; threadIdx.y keeps its own rows."""
 
