@@ -85,29 +85,39 @@ bool SharedAcrossThreads(const std::string& scope, const std::string& thread_tag
 
 // ---- affine forms --------------------------------------------------------------------------------
 
-/*! \brief sum(coefficient * var) + constant; terms in order of first appearance, no zero terms. */
+/*!
+ * \brief Whether two terms of an affine form are the same: vars by identity; other terms
+ *        (opaque sub-expressions such as `bx % 16 // 4`, see BoundTermsOf) structurally.
+ */
+bool SameTerm(const ObjectRef& a, const ObjectRef& b) {
+  if (a.same_as(b)) return true;
+  if (type::Var.IsInstance(a) || type::Var.IsInstance(b)) return false;
+  return ffi::StructuralEqual::Equal(a, b);
+}
+
+/*! \brief sum(coefficient * term) + constant; terms in order of first appearance, none zero. */
 struct Affine {
   std::vector<std::pair<ObjectRef, int64_t>> terms;
   int64_t constant = 0;
 
   bool IsConstant() const { return terms.empty(); }
-  int64_t CoefficientOf(const Object* var) const {
+  int64_t CoefficientOf(const ObjectRef& term) const {
     for (const auto& [v, c] : terms) {
-      if (v.get() == var) return c;
+      if (SameTerm(v, term)) return c;
     }
     return 0;
   }
   bool SameTerms(const Affine& other) const {
     if (terms.size() != other.terms.size()) return false;
     for (const auto& [v, c] : terms) {
-      if (other.CoefficientOf(v.get()) != c) return false;
+      if (other.CoefficientOf(v) != c) return false;
     }
     return true;
   }
   /*! \brief Add `scale * var`; false on overflow. */
   bool AddTerm(const ObjectRef& var, int64_t scale) {
     for (size_t i = 0; i < terms.size(); ++i) {
-      if (terms[i].first.same_as(var)) {
+      if (SameTerm(terms[i].first, var)) {
         int64_t sum;
         if (__builtin_add_overflow(terms[i].second, scale, &sum)) return false;
         if (sum == 0) {
@@ -289,6 +299,22 @@ std::vector<Affine> FoldSameTerms(const std::vector<Affine>& xs, const std::vect
   return out;
 }
 
+/*!
+ * \brief Any other integer expression is a term of its own: hi and lo of one allocation are
+ *        evaluated at the same point, so x * 8 + 8 - (x * 8 - 1) = 9 whatever x = bx % 16 // 4.
+ */
+BoundTerms OpaqueTerm(const ObjectRef& e) {
+  BoundTerms out;
+  if (!IsPrimExpr(e)) return out;
+  DLDataType dtype = DTypeOf(e);
+  if (dtype.code != kDLInt && dtype.code != kDLUInt) return out;
+  Affine form;
+  form.AddTerm(e, 1);
+  out.upper.push_back(form);
+  out.lower.push_back(std::move(form));
+  return out;
+}
+
 BoundTerms BoundTermsOf(const ObjectRef& e, int depth = 0) {
   BoundTerms out;
   if (depth > 16 || !e.defined()) return out;
@@ -331,7 +357,7 @@ BoundTerms BoundTermsOf(const ObjectRef& e, int depth = 0) {
       c = AsConstInt(a);
       operand = b;
     }
-    if (!c) return out;
+    if (!c) return OpaqueTerm(e);
     BoundTerms inner = BoundTermsOf(operand, depth + 1);
     auto scale = [&](const std::vector<Affine>& forms) {
       std::vector<Affine> scaled;
@@ -348,6 +374,8 @@ BoundTerms BoundTermsOf(const ObjectRef& e, int depth = 0) {
     };
     out.upper = scale(*c >= 0 ? inner.upper : inner.lower);
     out.lower = scale(*c >= 0 ? inner.lower : inner.upper);
+  } else {
+    return OpaqueTerm(e);
   }
   return out;
 }
