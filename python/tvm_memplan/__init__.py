@@ -9,4 +9,11 @@ from ._lib import SUPPORTED_TVM_VERSION, SchemaQuery, check_schema
 
 __version__ = "0.1.0"
 
-__all__ = ["SUPPORTED_TVM_VERSION", "SchemaQuery", "__version__", "analysis", "check_schema", "transform"]
+__all__ = [
+    "SUPPORTED_TVM_VERSION",
+    "SchemaQuery",
+    "__version__",
+    "analysis",
+    "check_schema",
+    "transform",
+]

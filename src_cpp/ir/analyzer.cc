@@ -46,6 +46,8 @@ Interval IntervalOf(const ObjectRef& set) {
 
 Analyzer::Analyzer() : self_(func::MakeAnalyzer().cast<ObjectRef>()) {}
 
+void Analyzer::Reset() { self_ = func::MakeAnalyzer().cast<ObjectRef>(); }
+
 void Analyzer::BindExpr(const ObjectRef& var, const ObjectRef& expr, bool allow_override) {
   func::AnalyzerBind(self_, var, expr, allow_override);
 }
@@ -111,8 +113,8 @@ std::optional<Array<ObjectRef>> Analyzer::DetectIterMap(const Array<ObjectRef>& 
 std::optional<std::vector<Interval>> Analyzer::EstimateRegion(
     const Array<ObjectRef>& region, const Map<ObjectRef, ObjectRef>& var_dom,
     const ObjectRef& predicate, RegionBound bound) const {
-  const GlobalFunc& estimate =
-      bound == RegionBound::kStrict ? func::EstimateRegionStrictBound : func::EstimateRegionUpperBound;
+  const GlobalFunc& estimate = bound == RegionBound::kStrict ? func::EstimateRegionStrictBound
+                                                             : func::EstimateRegionUpperBound;
   Any sets = estimate(region, var_dom, predicate, self_);
   if (sets == nullptr) return std::nullopt;
   std::vector<Interval> out;

@@ -35,6 +35,8 @@ class Analyzer {
   Analyzer();
   /*! \brief The underlying sym.Analyzer object (to hand to TVM functions that take one). */
   const ObjectRef& handle() const { return self_; }
+  /*! \brief Forget every binding: a fresh sym.Analyzer. Not allowed inside a ConstraintScope. */
+  void Reset();
 
   /*! \brief Bind `var` to `expr`: the analyzer substitutes it. */
   void BindExpr(const ObjectRef& var, const ObjectRef& expr, bool allow_override = false);
@@ -77,10 +79,9 @@ class Analyzer {
    *        per dimension.
    * \return One interval per dimension; nullopt when a kStrict estimate is not possible.
    */
-  std::optional<std::vector<Interval>> EstimateRegion(const Array<ObjectRef>& region,
-                                                      const Map<ObjectRef, ObjectRef>& var_dom,
-                                                      const ObjectRef& predicate,
-                                                      RegionBound bound = RegionBound::kUpper) const;
+  std::optional<std::vector<Interval>> EstimateRegion(
+      const Array<ObjectRef>& region, const Map<ObjectRef, ObjectRef>& var_dom,
+      const ObjectRef& predicate, RegionBound bound = RegionBound::kUpper) const;
 
   /*! \brief While alive, the analyzer assumes `condition`. Scopes must nest. */
   class ConstraintScope {

@@ -264,9 +264,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              for (const auto& [var, extent] : extents) {
                dom.Set(var, MakeRange(IntConst(extent, 0), extent));
              }
-             auto box = Analyzer().EstimateRegion(region, dom, predicate,
-                                                  strict ? Analyzer::RegionBound::kStrict
-                                                         : Analyzer::RegionBound::kUpper);
+             auto box = Analyzer().EstimateRegion(
+                 region, dom, predicate,
+                 strict ? Analyzer::RegionBound::kStrict : Analyzer::RegionBound::kUpper);
              if (!box) return Any();
              Array<Any> out;
              for (const Interval& i : *box) {

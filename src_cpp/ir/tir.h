@@ -150,7 +150,9 @@ class For : public NodeView {
   ObjectRef extent() const { return schema::field::For_extent.Get<ObjectRef>(ref_); }
   ForKind kind() const;
   /*! \brief The step of `range(min, min + extent, step)`, or a null ref for step 1. */
-  ObjectRef step() const { return schema::field::For_step.Get(ref_).cast<Optional<ObjectRef>>().value_or(ObjectRef()); }
+  ObjectRef step() const {
+    return schema::field::For_step.Get(ref_).cast<Optional<ObjectRef>>().value_or(ObjectRef());
+  }
   ObjectRef body() const { return schema::field::For_body.Get<ObjectRef>(ref_); }
   /*! \brief The thread tag ("threadIdx.x", "vthread", ...) of a thread-binding loop, or "". */
   std::string thread_tag() const;

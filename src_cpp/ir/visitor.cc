@@ -76,7 +76,10 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
 
   if (type::SeqStmt.IsInstance(t)) {
     size_t live = allocations_.size();
-    for (const ObjectRef& stmt : SeqStmt(node).seq()) Visit(stmt);
+    for (const ObjectRef& stmt : SeqStmt(node).seq()) {
+      Visit(stmt);
+      ForgetFinishedScopes();
+    }
     EndScopesAbove(live);
   } else if (type::For.IsInstance(t)) {
     For loop(node);
@@ -145,6 +148,9 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
     Bind bind(node);
     Visit(bind.value());
     BindLater(bind.var().ref(), bind.value(), ObjectRef());
+    if (loops_.empty() && conditions_.empty() && block_bindings_.empty()) {
+      top_level_binds_.push_back(pending_binds_.back());
+    }
     OnBind(bind);
   } else if (type::BufferStore.IsInstance(t)) {
     BufferStore store(node);
@@ -249,7 +255,22 @@ void ScopedVisitor::FlushBindings() const {
       analyzer_->BindExpr(bind.var, bind.min_or_value, /*allow_override=*/true);
     }
   }
+  bound_since_reset_ += pending_binds_.size();
   pending_binds_.clear();
+}
+
+void ScopedVisitor::ForgetFinishedScopes() {
+  // A fresh analyzer costs one FFI call; only worth it once enough bindings piled up.
+  constexpr size_t kResetAfterBindings = 64;
+  if (!options_.forget_finished_scopes || bound_since_reset_ < kResetAfterBindings ||
+      !loops_.empty() || !conditions_.empty() || !block_bindings_.empty()) {
+    return;
+  }
+  analyzer_->Reset();
+  // Replayed now, so that no scope's pending bindings are mixed up with them.
+  pending_binds_ = top_level_binds_;
+  FlushBindings();
+  bound_since_reset_ = 0;
 }
 
 void ScopedVisitor::Define(AllocationSite::Kind kind, const Buffer& buffer, const ObjectRef& node) {

@@ -64,6 +64,14 @@ struct AllocationSite {
 struct ScopedVisitorOptions {
   /*! \brief Skip branches whose condition is provably false in context (dead code). */
   bool skip_unreachable = false;
+  /*!
+   * \brief Between top-level statements (no enclosing loop, condition or block binding),
+   *        replace the analyzer by a fresh one that knows only the top-level `Bind`s. TVM's
+   *        analyzer keeps every binding it was given and some of its provers scan them all,
+   *        so on long functions each question costs more than the last. Off by default: the
+   *        caller's analyzer is reset.
+   */
+  bool forget_finished_scopes = false;
 };
 
 class ScopedVisitor {
@@ -147,6 +155,12 @@ class ScopedVisitor {
     ObjectRef var, min_or_value, extent;
   };
   mutable std::vector<PendingBind> pending_binds_;
+  /*! \brief Bindings passed to the analyzer since it was last reset. */
+  mutable size_t bound_since_reset_ = 0;
+  /*! \brief `Bind`s made at top level, replayed into a fresh analyzer. */
+  std::vector<PendingBind> top_level_binds_;
+  /*! \brief Reset the analyzer at a top-level statement boundary (forget_finished_scopes). */
+  void ForgetFinishedScopes();
   Options options_;
   std::vector<LoopScope> loops_;
   std::vector<ObjectRef> conditions_;

@@ -51,19 +51,13 @@ Array<ObjectRef> ShiftRegion(const Array<ObjectRef>& region, const Replacement& 
 
 }  // namespace
 
-PrimFunc CompactBufferAllocation(const PrimFunc& func, const CompactionOptions& options,
-                                 CompactionStats* stats) {
+PrimFunc CompactBufferAllocation(const PrimFunc& func, const CompactionOptions& options) {
   std::vector<CompactedRegion> regions = AnalyzeCompaction(func, options);
   // Keyed by the new buffer var: hooks see nodes after their vars were remapped.
   std::unordered_map<const Object*, Replacement> by_new_buffer;
   Rewriter rewriter;
-  CompactionStats local;
   for (const CompactedRegion& region : regions) {
-    if (!region.rewritten()) {
-      ++local.buffers_unchanged;
-      continue;
-    }
-    ++local.buffers_compacted;
+    if (!region.rewritten()) continue;
     std::vector<ObjectRef> offset;
     for (const ObjectRef& o : region.offset) {
       std::optional<int64_t> c = AsConstInt(o);
@@ -78,7 +72,6 @@ PrimFunc CompactBufferAllocation(const PrimFunc& func, const CompactionOptions& 
       replace(region.views[i], region.new_views[i]);
     }
   }
-  if (stats) *stats = local;
   if (by_new_buffer.empty()) return func;
   auto find = [&](const Buffer& buffer) -> const Replacement* {
     auto it = by_new_buffer.find(buffer.get());

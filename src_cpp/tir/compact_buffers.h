@@ -20,22 +20,16 @@
 #ifndef TVM_MEMPLAN_TIR_COMPACT_BUFFERS_H_
 #define TVM_MEMPLAN_TIR_COMPACT_BUFFERS_H_
 
-#include <cstdint>
-
 #include "tir/compact_buffers_analysis.h"
 
 namespace tvm_memplan {
 namespace tir {
 
-/*! \brief What one run did. */
-struct CompactionStats {
-  int64_t buffers_compacted = 0;
-  int64_t buffers_unchanged = 0;
-};
-
-/*! \brief Compact the buffers `func` allocates; `func` itself when nothing changes. */
-ir::PrimFunc CompactBufferAllocation(const ir::PrimFunc& func, const CompactionOptions& options,
-                                     CompactionStats* stats = nullptr);
+/*!
+ * \brief Compact the buffers `func` allocates; `func` itself when nothing changes. What was done
+ *        to each buffer, and why, is what AnalyzeCompaction returns.
+ */
+ir::PrimFunc CompactBufferAllocation(const ir::PrimFunc& func, const CompactionOptions& options);
 
 }  // namespace tir
 }  // namespace tvm_memplan

@@ -33,7 +33,8 @@ using namespace ir::schema;
 
 namespace {
 
-/*! \brief Block and AllocBuffer annotation of `storage_align`: [(buffer index, dim, factor, offset)]. */
+/*! \brief Block and AllocBuffer annotation of `storage_align`: [(buffer index, dim, factor,
+ * offset)]. */
 constexpr const char* kBufferDimAlign = "buffer_dim_align";
 constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
 
@@ -83,7 +84,8 @@ bool SharedAcrossThreads(const std::string& scope, const std::string& thread_tag
   return storage_rank <= thread_rank;
 }
 
-// ---- affine forms --------------------------------------------------------------------------------
+// ---- affine forms
+// --------------------------------------------------------------------------------
 
 /*!
  * \brief Whether two terms of an affine form are the same: vars by identity; other terms
@@ -216,7 +218,8 @@ ObjectRef ToExpr(const Affine& form, DLDataType dtype) {
   return out;
 }
 
-// ---- expression facts ------------------------------------------------------------------------------
+// ---- expression facts
+// ------------------------------------------------------------------------------
 
 /*! \brief The variables an expression uses, and whether it reads memory or calls anything. */
 struct ExprFacts {
@@ -225,7 +228,8 @@ struct ExprFacts {
   bool calls = false;
 
   bool Uses(const Object* var) const {
-    return std::any_of(vars.begin(), vars.end(), [&](const ObjectRef& v) { return v.get() == var; });
+    return std::any_of(vars.begin(), vars.end(),
+                       [&](const ObjectRef& v) { return v.get() == var; });
   }
 };
 
@@ -386,7 +390,8 @@ int64_t FloorDivInt(int64_t a, int64_t b) {
 }
 int64_t CeilDivInt(int64_t a, int64_t b) { return -FloorDivInt(-a, b); }
 
-// ---- conditions ------------------------------------------------------------------------------------
+// ---- conditions
+// ------------------------------------------------------------------------------------
 
 /*! \brief One conjunct of a condition. */
 struct Atom {
@@ -405,7 +410,8 @@ struct ConditionInfo {
   std::vector<Atom> atoms;
 };
 
-// ---- per-buffer state ------------------------------------------------------------------------------
+// ---- per-buffer state
+// ------------------------------------------------------------------------------
 
 /*! \brief A bound: an affine form when we have one, otherwise an expression. */
 struct Bound {
@@ -450,12 +456,15 @@ struct Tracked {
   std::optional<CompactedRegion> result;
 };
 
-// ---- the collector ---------------------------------------------------------------------------------
+// ---- the collector
+// ---------------------------------------------------------------------------------
 
 class RegionCollector : public ScopedVisitor {
  public:
   RegionCollector(Analyzer* analyzer, const PrimFunc& func, const CompactionOptions& options)
-      : ScopedVisitor(analyzer, Options{/*skip_unreachable=*/true}), options_(options) {
+      : ScopedVisitor(analyzer, Options{/*skip_unreachable=*/true,
+                                        /*forget_finished_scopes=*/true}),
+        options_(options) {
     for (const ObjectRef& param : func.params()) {
       function_vars_.insert(param.get());
       if (std::optional<Buffer> buffer = As<Buffer>(param)) {
@@ -932,8 +941,8 @@ class RegionCollector : public ScopedVisitor {
         }
       }
       if (!extent.defined() || facts.reads_memory || facts.calls) {
-        (*unknown)[d] = !extent.defined() ? "vector index without constant lanes"
-                                          : "index depends on data";
+        (*unknown)[d] =
+            !extent.defined() ? "vector index without constant lanes" : "index depends on data";
         region.push_back(MakeRange(IntConst(DLDataType{kDLInt, 32, 1}, 0),
                                    IntConst(DLDataType{kDLInt, 32, 1}, 1)));
         continue;
@@ -1157,7 +1166,6 @@ class RegionCollector : public ScopedVisitor {
     atom->form = std::move(diff);
   }
 
-
   void AddFunctionVars(const ObjectRef& expr) {
     if (!expr.defined()) return;
     for (const ObjectRef& v : ScanExpr(expr).vars) function_vars_.insert(v.get());
@@ -1192,7 +1200,8 @@ class RegionCollector : public ScopedVisitor {
     };
     for (const Bound* b : bounds) {
       ObjectRef e = BoundExpr(*b, dtype);
-      if (std::any_of(kept.begin(), kept.end(), [&](const ObjectRef& k) { return dominates(k, e); })) {
+      if (std::any_of(kept.begin(), kept.end(),
+                      [&](const ObjectRef& k) { return dominates(k, e); })) {
         continue;
       }
       kept.erase(std::remove_if(kept.begin(), kept.end(),
@@ -1438,7 +1447,8 @@ class RegionCollector : public ScopedVisitor {
   std::unordered_map<const Object*, ConditionInfo> conditions_;
 };
 
-// ---- FFI ---------------------------------------------------------------------------------------------
+// ---- FFI
+// ---------------------------------------------------------------------------------------------
 
 Map<String, Any> ToFFI(const CompactedRegion& r) {
   Map<String, Any> out;

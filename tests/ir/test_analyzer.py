@@ -65,7 +65,9 @@ def _range(lo, extent):
 
 
 def test_estimate_region_relaxes_the_given_vars_only():
-    (interval,) = hooks.estimate_region([_range(i * 4 + j, 1)], {j: c(4)}, tvm.tirx.const(True), False)
+    (interval,) = hooks.estimate_region(
+        [_range(i * 4 + j, 1)], {j: c(4)}, tvm.tirx.const(True), False
+    )
     tvm.ir.assert_structural_equal(interval[0], i * 4)
     tvm.ir.assert_structural_equal(tvm.sym.Analyzer().simplify(interval[1]), i * 4 + 3)
 

@@ -411,10 +411,10 @@ class TestIfBoundsALoopVariable(BaseCompactTest):
     def before(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
         B = T.alloc_buffer((16,), "float32")
         for j in range(16):
-            if 2 <= j and j < 10:
+            if j >= 2 and j < 10:
                 B[j] = A[j]
         for j in range(16):
-            if j >= 2:
+            if j >= 2:  # noqa: SIM102  (nested conditions on purpose)
                 if j < 10:
                     C[j] = B[j]
 
@@ -422,10 +422,10 @@ class TestIfBoundsALoopVariable(BaseCompactTest):
     def expected(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
         B = T.alloc_buffer((8,), "float32")
         for j in range(16):
-            if 2 <= j and j < 10:
+            if j >= 2 and j < 10:
                 B[j - 2] = A[j]
         for j in range(16):
-            if j >= 2:
+            if j >= 2:  # noqa: SIM102  (nested conditions on purpose)
                 if j < 10:
                     C[j] = B[j - 2]
 
@@ -463,7 +463,7 @@ class TestIfThenElseOperandIsGuarded(BaseCompactTest):
         for j in range(6):
             B[j + 4] = A[j]
         for j in range(16):
-            C[j] = T.if_then_else(4 <= j and j < 10, B[j], T.float32(0))
+            C[j] = T.if_then_else(j >= 4 and j < 10, B[j], T.float32(0))
 
     @T.prim_func
     def expected(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
@@ -471,7 +471,7 @@ class TestIfThenElseOperandIsGuarded(BaseCompactTest):
         for j in range(6):
             B[j] = A[j]
         for j in range(16):
-            C[j] = T.if_then_else(4 <= j and j < 10, B[j - 4], T.float32(0))
+            C[j] = T.if_then_else(j >= 4 and j < 10, B[j - 4], T.float32(0))
 
 
 class TestNonBoolConditionIsNormalized(BaseCompactTest):
@@ -1050,23 +1050,23 @@ class TestDataDependentLoopExtentKeepsTheExtent(BaseCompactTest):
 
 
 class TestDataDependentIndexKeepsTheExtent(BaseCompactTest):
-    """`B[I[k], j]`: the gathered dimension keeps its extent, the other compacts."""
+    """`B[Idx[k], j]`: the gathered dimension keeps its extent, the other compacts."""
 
     @T.prim_func
-    def before(A: T.Buffer((8, 16), "float32"), I: T.Buffer((4,), "int32")):
+    def before(A: T.Buffer((8, 16), "float32"), Idx: T.Buffer((4,), "int32")):
         B = T.alloc_buffer((8, 16), "float32")
         for r, j in T.grid(8, 4):
             B[r, j + 2] = A[r, j]
         for k, j in T.grid(4, 4):
-            A[k, j] = B[I[k], j + 2]
+            A[k, j] = B[Idx[k], j + 2]
 
     @T.prim_func
-    def expected(A: T.Buffer((8, 16), "float32"), I: T.Buffer((4,), "int32")):
+    def expected(A: T.Buffer((8, 16), "float32"), Idx: T.Buffer((4,), "int32")):
         B = T.alloc_buffer((8, 4), "float32")
         for r, j in T.grid(8, 4):
             B[r, j] = A[r, j]
         for k, j in T.grid(4, 4):
-            A[k, j] = B[I[k], j]
+            A[k, j] = B[Idx[k], j]
 
     runs_on_cpu = False  # random I[k] would index out of bounds
 
@@ -1185,12 +1185,12 @@ class TestUnaccessedFlatBufferShrinksToOneElement(BaseCompactTest):
 
     @T.prim_func
     def before(A: T.Buffer((4,), "float32")):
-        B = T.alloc_buffer((16, 16), "float32")
+        B = T.alloc_buffer((16, 16), "float32")  # noqa: F841
         A[0] = T.float32(1)
 
     @T.prim_func
     def expected(A: T.Buffer((4,), "float32")):
-        B = T.alloc_buffer((1, 1), "float32")
+        B = T.alloc_buffer((1, 1), "float32")  # noqa: F841
         A[0] = T.float32(1)
 
 
@@ -1202,7 +1202,7 @@ class TestUnaccessedBlockBuffer(BaseCompactTest):
         with T.sblock():
             T.reads()
             T.writes(A[0])
-            B = T.sblock_alloc_buffer((8,), "float32")
+            B = T.sblock_alloc_buffer((8,), "float32")  # noqa: F841
             A[0] = T.float32(1)
 
     @T.prim_func(s_tir=True)
@@ -1210,7 +1210,7 @@ class TestUnaccessedBlockBuffer(BaseCompactTest):
         with T.sblock():
             T.reads()
             T.writes(A[0])
-            B = T.sblock_alloc_buffer((1,), "float32")
+            B = T.sblock_alloc_buffer((1,), "float32")  # noqa: F841
             A[0] = T.float32(1)
 
     stock_rejects = True

@@ -29,7 +29,7 @@ def _nest(rng: np.random.Generator) -> str:
     per_tile = bool(rng.random() < 0.7)
     scale = int(rng.integers(2, 5))
 
-    x = "io * {t} + ii".format(t=t)
+    x = f"io * {t} + ii"
     lines = [
         "@T.prim_func(s_tir=True)" if blocks else "@T.prim_func",
         f"def main(A: T.Buffer(({n}, {m}), 'float32'), C: T.Buffer(({n}, {m}), 'float32')):",
@@ -70,9 +70,7 @@ def _nest(rng: np.random.Generator) -> str:
     loop(t + halo, [f"B[{x} + {off}, j] = A[{x}, j] * T.float32({scale})"])
     read = f"B[{x} + {off}, j]"
     if halo:
-        read += (
-            f" + T.if_then_else({x} + 1 < {n}, B[{x} + {off + 1}, j], T.float32(0))"
-        )
+        read += f" + T.if_then_else({x} + 1 < {n}, B[{x} + {off + 1}, j], T.float32(0))"
     loop(t, [f"C[{x}, j] = {read}"])
     return "\n".join(lines)
 
@@ -98,9 +96,7 @@ def test_random_nest_keeps_results(seed):
 def test_random_nest_is_never_larger_than_stock(seed):
     before = _func(seed)
     ours = testing.allocated_bytes(_apply(CompactBufferAllocation(), before))
-    theirs = testing.allocated_bytes(
-        _apply(tvm.s_tir.transform.CompactBufferAllocation(), before)
-    )
+    theirs = testing.allocated_bytes(_apply(tvm.s_tir.transform.CompactBufferAllocation(), before))
     assert ours <= theirs
 
 

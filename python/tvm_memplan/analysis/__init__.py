@@ -123,7 +123,9 @@ def _allocated_bytes(shape: tuple, strides: tuple, dtype: str) -> int | None:
     if not all(isinstance(v, int) for v in values):
         return None
     if strides:
-        elements = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+        elements = (
+            0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
+        )
     else:
         elements = 1
         for n in shape:
