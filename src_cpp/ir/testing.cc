@@ -117,7 +117,8 @@ class EventLog : public ScopedVisitor {
  */
 class StoreFacts : public ScopedVisitor {
  public:
-  explicit StoreFacts(Analyzer* analyzer) : ScopedVisitor(analyzer) {}
+  StoreFacts(Analyzer* analyzer, bool forget_finished_scopes)
+      : ScopedVisitor(analyzer, Options{/*skip_unreachable=*/false, forget_finished_scopes}) {}
   Array<String> lines;
 
  private:
@@ -146,9 +147,9 @@ Array<String> VisitEvents(PrimFunc func, bool skip_unreachable) {
   return log.lines;
 }
 
-Array<String> StoreFactsOf(PrimFunc func) {
+Array<String> StoreFactsOf(PrimFunc func, bool forget_finished_scopes) {
   Analyzer analyzer;
-  StoreFacts facts(&analyzer);
+  StoreFacts facts(&analyzer, forget_finished_scopes);
   facts.Run(func);
   return facts.lines;
 }
@@ -275,7 +276,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              return out;
            })
       .def("tvm_memplan.testing.store_facts",
-           [](ObjectRef func) { return StoreFactsOf(PrimFunc(func, "store_facts")); })
+           [](ObjectRef func, bool forget_finished_scopes) {
+             return StoreFactsOf(PrimFunc(func, "store_facts"), forget_finished_scopes);
+           })
       .def("tvm_memplan.testing.with_shape",
            [](ObjectRef var, Array<ObjectRef> shape, Array<ObjectRef> strides) -> Any {
              std::optional<Buffer> out = Buffer(var, "with_shape").WithShape(shape, strides);
