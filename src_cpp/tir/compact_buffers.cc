@@ -58,18 +58,19 @@ PrimFunc CompactBufferAllocation(const PrimFunc& func, const CompactionOptions& 
   Rewriter rewriter;
   for (const CompactedRegion& region : regions) {
     if (!region.rewritten()) continue;
-    std::vector<ObjectRef> offset;
-    for (const ObjectRef& o : region.offset) {
-      std::optional<int64_t> c = AsConstInt(o);
-      offset.push_back(c && *c == 0 ? ObjectRef() : o);
-    }
-    auto replace = [&](const Buffer& original, const Buffer& compacted) {
+    auto replace = [&](const Buffer& original, const Buffer& compacted,
+                       const Array<ObjectRef>& offsets) {
+      std::vector<ObjectRef> offset;
+      for (const ObjectRef& o : offsets) {
+        std::optional<int64_t> c = AsConstInt(o);
+        offset.push_back(c && *c == 0 ? ObjectRef() : o);
+      }
       rewriter.RemapVar(original.ref(), compacted.ref());
-      by_new_buffer.emplace(compacted.get(), Replacement{compacted, offset});
+      by_new_buffer.emplace(compacted.get(), Replacement{compacted, std::move(offset)});
     };
-    replace(region.buffer, *region.new_buffer);
+    replace(region.buffer, *region.new_buffer, region.offset);
     for (size_t i = 0; i < region.views.size(); ++i) {
-      replace(region.views[i], region.new_views[i]);
+      replace(region.views[i], region.new_views[i], region.view_offsets[i]);
     }
   }
   if (by_new_buffer.empty()) return func;

@@ -84,8 +84,7 @@ bool SharedAcrossThreads(const std::string& scope, const std::string& thread_tag
   return storage_rank <= thread_rank;
 }
 
-// ---- affine forms
-// --------------------------------------------------------------------------------
+// ---- affine forms ------------------------------------------------------------------------------
 
 /*!
  * \brief Whether two terms of an affine form are the same: vars by identity; other terms
@@ -218,8 +217,7 @@ ObjectRef ToExpr(const Affine& form, DLDataType dtype) {
   return out;
 }
 
-// ---- expression facts
-// ------------------------------------------------------------------------------
+// ---- expression facts --------------------------------------------------------------------------
 
 /*! \brief The variables an expression uses, and whether it reads memory or calls anything. */
 struct ExprFacts {
@@ -390,8 +388,7 @@ int64_t FloorDivInt(int64_t a, int64_t b) {
 }
 int64_t CeilDivInt(int64_t a, int64_t b) { return -FloorDivInt(-a, b); }
 
-// ---- conditions
-// ------------------------------------------------------------------------------------
+// ---- conditions --------------------------------------------------------------------------------
 
 /*! \brief One conjunct of a condition. */
 struct Atom {
@@ -410,8 +407,7 @@ struct ConditionInfo {
   std::vector<Atom> atoms;
 };
 
-// ---- per-buffer state
-// ------------------------------------------------------------------------------
+// ---- per-buffer state --------------------------------------------------------------------------
 
 /*! \brief A bound: an affine form when we have one, otherwise an expression. */
 struct Bound {
@@ -438,7 +434,11 @@ struct Tracked {
 
   AllocationSite site;
   std::string kind;
+  /*! \brief Views with the same element layout. */
   std::vector<Buffer> views;
+  /*! \brief One-dimensional views of the whole buffer; they address whole rows (`row_size`). */
+  std::vector<Buffer> flat_views;
+  int64_t row_size = 0;
   std::string give_up;
   std::vector<DimState> dims;
   bool accessed = false;
@@ -456,8 +456,7 @@ struct Tracked {
   std::optional<CompactedRegion> result;
 };
 
-// ---- the collector
-// ---------------------------------------------------------------------------------
+// ---- the collector -----------------------------------------------------------------------------
 
 class RegionCollector : public ScopedVisitor {
  public:
@@ -533,7 +532,7 @@ class RegionCollector : public ScopedVisitor {
     Tracked* t = Find(source.buffer());
     if (!t) return;
     RequireVisibleOffsetHere(t);
-    Access(t, source.region(), /*is_region=*/true);
+    Access(t, source.region(), /*is_region=*/true, flat_views_.count(source.buffer().get()) > 0);
   }
 
   void OnCall(const Call& call) override {
@@ -611,9 +610,35 @@ class RegionCollector : public ScopedVisitor {
     std::string mismatch = LayoutMismatch(t->site.buffer, view);
     if (mismatch.empty()) {
       t->views.push_back(view);
+    } else if (std::optional<int64_t> row = FlatRowSize(t->site.buffer, view);
+               row && mismatch == "another shape") {
+      // A flat view reaches any element: only the outermost dimension can shrink.
+      t->flat_views.push_back(view);
+      t->row_size = *row;
+      flat_views_.insert(view.get());
+      for (size_t d = 1; d < t->dims.size(); ++d) {
+        if (t->dims[d].unknown.empty()) {
+          t->dims[d].unknown = "flat view `" + view.name() + "` addresses whole rows";
+        }
+      }
     } else {
       GiveUp(t, "view `" + view.name() + "` reinterprets it (" + mismatch + ")");
     }
+  }
+
+  /*!
+   * \brief For a one-dimensional view of all of `buffer` (constant shapes), the number of
+   *        elements in one index of the buffer's outermost dimension.
+   */
+  static std::optional<int64_t> FlatRowSize(const Buffer& buffer, const Buffer& view) {
+    Array<ObjectRef> shape = buffer.shape(), flat = view.shape();
+    std::optional<int64_t> total = buffer.ConstNumElements(), length = view.ConstNumElements();
+    if (shape.size() < 2 || flat.size() != 1 || !total || !length || *total != *length) {
+      return std::nullopt;
+    }
+    std::optional<int64_t> rows = AsConstInt(shape[0]);
+    if (!rows || *rows <= 0) return std::nullopt;
+    return *total / *rows;
   }
 
   /*! \brief How `view` lays out the memory differently from `buffer`; "" when it does not. */
@@ -678,7 +703,7 @@ class RegionCollector : public ScopedVisitor {
     Tracked* t = Find(buffer);
     if (!t) return;
     RequireVisibleOffsetHere(t);
-    Access(t, indices, /*is_region=*/false);
+    Access(t, indices, /*is_region=*/false, flat_views_.count(buffer.get()) > 0);
   }
 
   /*! \brief The relaxation context of one access. */
@@ -698,10 +723,13 @@ class RegionCollector : public ScopedVisitor {
     }
   };
 
-  /*! \brief An access: point indices, or ranges (ir.Range per dimension) when `is_region`. */
-  void Access(Tracked* t, const Array<ObjectRef>& items, bool is_region) {
+  /*!
+   * \brief An access: point indices, or ranges (ir.Range per dimension) when `is_region`;
+   *        through a flat view when `flat` (one index into the flattened buffer).
+   */
+  void Access(Tracked* t, const Array<ObjectRef>& items, bool is_region, bool flat = false) {
     if (!t->give_up.empty()) return;
-    if (items.size() != t->dims.size()) {
+    if (items.size() != (flat ? 1 : t->dims.size())) {
       GiveUp(t, "it is accessed with " + std::to_string(items.size()) + " indices");
       return;
     }
@@ -757,16 +785,17 @@ class RegionCollector : public ScopedVisitor {
     }
     std::vector<DimRange> ranges(items.size());
     std::vector<std::string> unknown(items.size());
-    if (ctx.pending.empty() && AffineRanges(t, ctx, items, is_region, &ranges)) {
-      for (size_t d = 0; d < items.size(); ++d) AddRange(&t->dims[d], std::move(ranges[d]));
-    } else {
+    if (!(ctx.pending.empty() && AffineRanges(t, ctx, items, is_region, &ranges))) {
       EstimatedRanges(t, ctx, items, is_region, &ranges, &unknown);
-      for (size_t d = 0; d < items.size(); ++d) {
-        if (!unknown[d].empty()) {
-          if (t->dims[d].unknown.empty()) t->dims[d].unknown = unknown[d];
-        } else {
-          AddRange(&t->dims[d], std::move(ranges[d]));
-        }
+    }
+    if (flat && unknown[0].empty() && !RowsOf(&ranges[0], t->row_size)) {
+      unknown[0] = "flat index is not a whole number of rows";
+    }
+    for (size_t d = 0; d < items.size(); ++d) {
+      if (!unknown[d].empty()) {
+        if (t->dims[d].unknown.empty()) t->dims[d].unknown = unknown[d];
+      } else {
+        AddRange(&t->dims[d], std::move(ranges[d]));
       }
     }
     for (size_t d = 0; d < items.size(); ++d) {
@@ -1056,6 +1085,22 @@ class RegionCollector : public ScopedVisitor {
     return current;
   }
 
+  /*!
+   * \brief Turn a range of flat indices into the range of rows it touches: floor(i / row_size)
+   *        of an affine bound whose variable coefficients are multiples of row_size.
+   */
+  static bool RowsOf(DimRange* range, int64_t row_size) {
+    for (Bound* b : {&range->lo, &range->hi}) {
+      if (!b->affine) return false;
+      for (auto& [var, coeff] : b->affine->terms) {
+        if (coeff % row_size != 0) return false;
+        coeff /= row_size;
+      }
+      b->affine->constant = FloorDivInt(b->affine->constant, row_size);
+    }
+    return true;
+  }
+
   /*! \brief Merge a range into a dimension: same-shaped affine bounds collapse into one. */
   static void AddRange(DimState* dim, DimRange range) {
     if (range.lo.affine && range.hi.affine) {
@@ -1243,10 +1288,11 @@ class RegionCollector : public ScopedVisitor {
 
   void Finalize(Tracked* t) {
     const Buffer& buffer = t->site.buffer;
-    t->result = CompactedRegion{buffer};
+    t->result.emplace(buffer);
     CompactedRegion& r = *t->result;
     r.kind = t->kind;
     r.views = t->views;
+    r.views.insert(r.views.end(), t->flat_views.begin(), t->flat_views.end());
     Array<ObjectRef> shape = buffer.shape();
     r.shape = shape;
     r.strides = buffer.strides();
@@ -1278,15 +1324,26 @@ class RegionCollector : public ScopedVisitor {
     }
     r.new_buffer = buffer.WithShape(new_shape, strides);
     if (!r.new_buffer) return unchanged("it has a layout other than the default row-major one");
-    for (const Buffer& view : t->views) {
-      std::optional<Buffer> new_view = view.WithShape(new_shape, strides);
+    for (const Buffer& view : r.views) {
+      bool is_flat = flat_views_.count(view.get()) > 0;
+      std::optional<Buffer> new_view;
+      Array<ObjectRef> view_offset = offset;
+      if (!is_flat) {
+        new_view = view.WithShape(new_shape, strides);
+      } else if (strides.empty()) {
+        // The rows [offset0, offset0 + extent0) of the buffer, flattened.
+        ObjectRef row = IntConst(new_shape[0], t->row_size);
+        new_view = view.WithShape({Mul(new_shape[0], row)});
+        view_offset = {Mul(offset[0], IntConst(offset[0], t->row_size))};
+      }
       if (!new_view) {
         r.new_buffer.reset();
         r.new_views.clear();
-        return unchanged("view `" + view.name() +
-                         "` has a layout other than the default row-major one");
+        r.view_offsets.clear();
+        return unchanged("view `" + view.name() + "` cannot follow the new layout");
       }
       r.new_views.push_back(*new_view);
+      r.view_offsets.push_back(view_offset);
     }
     r.shape = new_shape;
     r.offset = offset;
@@ -1445,10 +1502,11 @@ class RegionCollector : public ScopedVisitor {
   std::unordered_set<const Object*> function_vars_;
   std::vector<BlockFrame> blocks_;
   std::unordered_map<const Object*, ConditionInfo> conditions_;
+  /*! \brief Flat views (buffer vars) of tracked allocations. */
+  std::unordered_set<const Object*> flat_views_;
 };
 
-// ---- FFI
-// ---------------------------------------------------------------------------------------------
+// ---- FFI ---------------------------------------------------------------------------------------
 
 Map<String, Any> ToFFI(const CompactedRegion& r) {
   Map<String, Any> out;

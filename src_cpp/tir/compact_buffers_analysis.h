@@ -28,7 +28,8 @@
  *  - Strict mode clamps each dimension to the original extent.
  *  - The buffer stays as it is when its memory escapes: its pointer is used opaquely
  *    (`B.data`, `address_of`, `tvm_access_ptr`), a view reinterprets it (another dtype,
- *    shape or strides), or it is defined more than once.
+ *    strides, or a shape other than its own or its flattened one), or it is defined more than
+ *    once. A flattened view keeps the inner dimensions whole.
  *
  * The rewrite (compact_buffers.h) consumes these records; `tvm_memplan.analysis.
  * compacted_regions` returns them to Python.
@@ -38,6 +39,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/tir.h"
@@ -56,6 +58,8 @@ struct CompactionOptions {
 
 /*! \brief The analysis result for one allocated buffer. */
 struct CompactedRegion {
+  explicit CompactedRegion(ir::Buffer buffer) : buffer(std::move(buffer)) {}
+
   /*! \brief The allocated buffer (as found in the function). */
   ir::Buffer buffer;
   /*! \brief "alloc_buffer" (flat) or "block_alloc_buffer" (an SBlock's alloc_buffers). */
@@ -66,11 +70,16 @@ struct CompactedRegion {
   ffi::Array<ffi::ObjectRef> offset;
   /*! \brief Strides from `buffer_dim_align` annotations; empty for row-major. */
   ffi::Array<ffi::ObjectRef> strides;
-  /*! \brief Views (`decl_buffer(data=buffer.data)`, same element layout) compacted with it. */
+  /*!
+   * \brief Views (`decl_buffer(data=buffer.data)`) compacted with it: same element layout, or
+   *        one-dimensional views of the whole buffer (then only the outermost dimension shrinks).
+   */
   std::vector<ir::Buffer> views;
   /*! \brief The buffer that replaces it (and its views, in order), when it is rewritten. */
   std::optional<ir::Buffer> new_buffer;
   std::vector<ir::Buffer> new_views;
+  /*! \brief Per view, what the rewrite subtracts from its indices. */
+  std::vector<ffi::Array<ffi::ObjectRef>> view_offsets;
   /*! \brief Why the buffer stays as it is; empty when it is rewritten. */
   std::string reason;
   /*! \brief Notes on dimensions kept at their original extent although the rest compacts. */

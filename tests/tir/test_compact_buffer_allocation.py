@@ -324,6 +324,45 @@ class TestViewInsideABlock(BaseCompactTest):
                     C[i * 4 + ii, j] = B[ii, j] + V[ii, j]
 
 
+class TestFlatViewShrinksTheOutermostDimension(BaseCompactTest):
+    """A flat view of the whole buffer reaches whole rows: only the row count shrinks."""
+
+    @T.prim_func
+    def before(A: T.Buffer((16, 8), "float32"), C: T.Buffer((16, 8), "float32")):
+        for io in range(4):
+            B = T.alloc_buffer((16, 8), "float32")
+            V = T.decl_buffer((128,), "float32", data=B.data)
+            for ii, j in T.grid(4, 8):
+                B[io * 4 + ii, j] = A[io * 4 + ii, j] + T.float32(1)
+            for ii, j in T.grid(4, 8):
+                C[io * 4 + ii, j] = V[(io * 4 + ii) * 8 + j]
+
+    @T.prim_func
+    def expected(A: T.Buffer((16, 8), "float32"), C: T.Buffer((16, 8), "float32")):
+        for io in range(4):
+            B = T.alloc_buffer((4, 8), "float32")
+            V = T.decl_buffer((32,), "float32", data=B.data)
+            for ii, j in T.grid(4, 8):
+                B[ii, j] = A[io * 4 + ii, j] + T.float32(1)
+            for ii, j in T.grid(4, 8):
+                C[io * 4 + ii, j] = V[ii * 8 + j]
+
+
+class TestKeepsRowsAFlatViewSplits(BaseCompactTest):
+    """A flat index that is not a whole number of rows keeps the buffer as it is."""
+
+    @T.prim_func
+    def before(A: T.Buffer((16, 8), "float32"), C: T.Buffer((64,), "float32")):
+        B = T.alloc_buffer((16, 8), "float32")
+        V = T.decl_buffer((128,), "float32", data=B.data)
+        for i, j in T.grid(16, 8):
+            B[i, j] = A[i, j]
+        for k in range(60):
+            C[k] = V[k * 2 + 3]
+
+    expected = before
+
+
 class TestKeepsAllocationBehindAReinterpretingView(BaseCompactTest):
     """A view of another dtype disables that allocation only; D still compacts."""
 
