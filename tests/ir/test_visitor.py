@@ -216,7 +216,9 @@ def test_analyzer_knows_loops_blocks_binds_and_conditions_when_asked():
 
 def test_fresh_analyzer_between_top_level_statements_keeps_top_level_binds():
     """forget_finished_scopes: finished loops are forgotten, top-level Binds are replayed."""
-    loops = "\n".join(f"    for i{k} in range(4):\n        A[i{k}] = T.float32(0)" for k in range(70))
+    loops = "\n".join(
+        f"    for i{k} in range(4):\n        A[i{k}] = T.float32(0)" for k in range(70)
+    )
     source = (
         "@T.prim_func\n"
         "def func(A: T.Buffer((8,), 'float32'), n: T.int32):\n"
