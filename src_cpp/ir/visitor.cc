@@ -112,6 +112,7 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
   } else if (type::AttrStmt.IsInstance(t)) {
     AttrStmt attr(node);
     Visit(attr.value());
+    OnAttr(attr);
     std::string key = attr.attr_key();
     std::optional<IterVar> iter;
     if (key == kThreadExtentAttr || key == kVirtualThreadAttr) {

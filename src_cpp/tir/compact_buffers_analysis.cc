@@ -561,6 +561,27 @@ class RegionCollector : public ScopedVisitor {
     }
   }
 
+  /*!
+   * \brief Attributes that name a buffer (`T.attr(B.data, key, value)`): those about the
+   *        allocation as a whole survive compaction; others might describe its layout.
+   */
+  void OnAttr(const AttrStmt& attr) override {
+    Any node = attr.node();
+    auto ref = node.try_cast<ObjectRef>();
+    if (!ref) return;
+    Tracked* t = Find(*ref);
+    if (!t) {
+      if (std::optional<Buffer> buffer = BufferOfDataPointer(*ref)) t = Find(*buffer);
+    }
+    if (!t) return;
+    std::string key = attr.attr_key();
+    if (key == "double_buffer_scope" || key == "storage_alignment" || key == "volatile_scope" ||
+        StartsWith(key, "pragma_")) {
+      return;
+    }
+    GiveUp(t, "attribute `" + key + "` names it");
+  }
+
   void OnBind(const Bind& bind) override {
     if (IsPrimExpr(bind.value())) subst_[bind.var().get()] = bind.value();
   }
