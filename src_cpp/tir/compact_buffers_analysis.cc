@@ -12,7 +12,6 @@
 #include "tir/compact_buffers_analysis.h"
 
 #include <tvm/ffi/extra/structural_equal.h>
-#include <tvm/ffi/extra/structural_visit.h>
 #include <tvm/ffi/reflection/registry.h>
 
 #include <algorithm>
@@ -22,8 +21,8 @@
 #include <utility>
 
 #include "ir/analyzer.h"
-#include "ir/rewriter.h"
 #include "ir/visitor.h"
+#include "tir/affine_bounds.h"
 
 namespace tvm_memplan {
 namespace tir {
@@ -33,10 +32,8 @@ using namespace ir::schema;
 
 namespace {
 
-/*! \brief Block and AllocBuffer annotation of `storage_align`: [(buffer index, dim, factor,
- * offset)]. */
+/*! \brief Annotation of `storage_align`: [(buffer index, dim, factor, offset)]. */
 constexpr const char* kBufferDimAlign = "buffer_dim_align";
-constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -84,322 +81,7 @@ bool SharedAcrossThreads(const std::string& scope, const std::string& thread_tag
   return storage_rank <= thread_rank;
 }
 
-// ---- affine forms ------------------------------------------------------------------------------
-
-/*!
- * \brief Whether two terms of an affine form are the same: vars by identity; other terms
- *        (opaque sub-expressions such as `bx % 16 // 4`, see BoundTermsOf) structurally.
- */
-bool SameTerm(const ObjectRef& a, const ObjectRef& b) {
-  if (a.same_as(b)) return true;
-  if (type::Var.IsInstance(a) || type::Var.IsInstance(b)) return false;
-  return ffi::StructuralEqual::Equal(a, b);
-}
-
-/*! \brief sum(coefficient * term) + constant; terms in order of first appearance, none zero. */
-struct Affine {
-  std::vector<std::pair<ObjectRef, int64_t>> terms;
-  int64_t constant = 0;
-
-  bool IsConstant() const { return terms.empty(); }
-  int64_t CoefficientOf(const ObjectRef& term) const {
-    for (const auto& [v, c] : terms) {
-      if (SameTerm(v, term)) return c;
-    }
-    return 0;
-  }
-  bool SameTerms(const Affine& other) const {
-    if (terms.size() != other.terms.size()) return false;
-    for (const auto& [v, c] : terms) {
-      if (other.CoefficientOf(v) != c) return false;
-    }
-    return true;
-  }
-  /*! \brief Add `scale * var`; false on overflow. */
-  bool AddTerm(const ObjectRef& var, int64_t scale) {
-    for (size_t i = 0; i < terms.size(); ++i) {
-      if (SameTerm(terms[i].first, var)) {
-        int64_t sum;
-        if (__builtin_add_overflow(terms[i].second, scale, &sum)) return false;
-        if (sum == 0) {
-          terms.erase(terms.begin() + i);
-        } else {
-          terms[i].second = sum;
-        }
-        return true;
-      }
-    }
-    if (scale != 0) terms.emplace_back(var, scale);
-    return true;
-  }
-  bool AddConstant(int64_t value) { return !__builtin_add_overflow(constant, value, &constant); }
-};
-
-/*! \brief `a - b`, or nullopt on overflow. */
-std::optional<Affine> Difference(const Affine& a, const Affine& b) {
-  Affine out = a;
-  for (const auto& [v, c] : b.terms) {
-    if (c == std::numeric_limits<int64_t>::min() || !out.AddTerm(v, -c)) return std::nullopt;
-  }
-  if (b.constant == std::numeric_limits<int64_t>::min() || !out.AddConstant(-b.constant)) {
-    return std::nullopt;
-  }
-  return out;
-}
-
-/*! \brief Block iteration vars and `Bind` vars, resolved to their values while parsing. */
-using Substitution = std::unordered_map<const Object*, ObjectRef>;
-
-/*! \brief Parses affine expressions, looking through substituted variables. */
-class AffineParser {
- public:
-  explicit AffineParser(const Substitution* subst) : subst_(subst) {}
-
-  std::optional<Affine> Parse(const ObjectRef& expr) const {
-    Affine out;
-    if (!Accumulate(expr, 1, &out, 0)) return std::nullopt;
-    return out;
-  }
-
- private:
-  static constexpr int kMaxDepth = 64;
-
-  bool Accumulate(const ObjectRef& e, int64_t scale, Affine* out, int depth) const {
-    if (depth > kMaxDepth || !e.defined()) return false;
-    int32_t t = e->type_index();
-    if (type::IntImm.IsInstance(t)) {
-      std::optional<int64_t> value = AsConstInt(e);
-      int64_t product;
-      return value && !__builtin_mul_overflow(*value, scale, &product) && out->AddConstant(product);
-    }
-    if (type::Var.IsInstance(t)) {
-      if (subst_) {
-        auto it = subst_->find(e.get());
-        if (it != subst_->end()) return Accumulate(it->second, scale, out, depth + 1);
-      }
-      return IsPrimExpr(e) && out->AddTerm(e, scale);
-    }
-    if (type::Add.IsInstance(t)) {
-      return Accumulate(field::Add_a.Get<ObjectRef>(e), scale, out, depth + 1) &&
-             Accumulate(field::Add_b.Get<ObjectRef>(e), scale, out, depth + 1);
-    }
-    if (type::Sub.IsInstance(t)) {
-      return scale != std::numeric_limits<int64_t>::min() &&
-             Accumulate(field::Sub_a.Get<ObjectRef>(e), scale, out, depth + 1) &&
-             Accumulate(field::Sub_b.Get<ObjectRef>(e), -scale, out, depth + 1);
-    }
-    if (type::Mul.IsInstance(t)) {
-      ObjectRef a = field::Mul_a.Get<ObjectRef>(e), b = field::Mul_b.Get<ObjectRef>(e);
-      std::optional<int64_t> cb = AsConstInt(b), ca = AsConstInt(a);
-      int64_t product;
-      if (cb && !__builtin_mul_overflow(*cb, scale, &product)) {
-        return Accumulate(a, product, out, depth + 1);
-      }
-      if (ca && !__builtin_mul_overflow(*ca, scale, &product)) {
-        return Accumulate(b, product, out, depth + 1);
-      }
-    }
-    return false;
-  }
-
-  const Substitution* subst_;
-};
-
-/*! \brief The expression of an affine form, built with TVM's folding operators. */
-ObjectRef ToExpr(const Affine& form, DLDataType dtype) {
-  ObjectRef out;
-  for (const auto& [var, coeff] : form.terms) {
-    ObjectRef term = coeff == 1 ? var : Mul(var, IntConst(DTypeOf(var), coeff));
-    out = out.defined() ? Add(out, term) : term;
-  }
-  if (!out.defined()) return IntConst(dtype, form.constant);
-  if (form.constant != 0) out = Add(out, IntConst(DTypeOf(out), form.constant));
-  return out;
-}
-
-// ---- expression facts --------------------------------------------------------------------------
-
-/*! \brief The variables an expression uses, and whether it reads memory or calls anything. */
-struct ExprFacts {
-  std::vector<ObjectRef> vars;
-  bool reads_memory = false;
-  bool calls = false;
-
-  bool Uses(const Object* var) const {
-    return std::any_of(vars.begin(), vars.end(),
-                       [&](const ObjectRef& v) { return v.get() == var; });
-  }
-};
-
-ExprFacts ScanExpr(const ObjectRef& expr) {
-  ExprFacts facts;
-  if (!expr.defined()) return facts;
-  ffi::StructuralVisit(
-      expr,
-      [&facts](const ObjectRef& node,
-               ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-        if (!node.defined()) return std::nullopt;
-        int32_t t = node->type_index();
-        if (type::Var.IsInstance(t)) {
-          if (!facts.Uses(node.get())) facts.vars.push_back(node);
-          return std::nullopt;
-        }
-        if (type::Type.IsInstance(t) || type::Op.IsInstance(t)) return std::nullopt;
-        if (type::TensorLoad.IsInstance(t)) facts.reads_memory = true;
-        if (type::Call.IsInstance(t)) facts.calls = true;
-        engine->DefaultVisitExpected(node).value();
-        return std::nullopt;
-      });
-  return facts;
-}
-
-/*!
- * \brief Affine forms known to bound an expression: every `upper` form is >= it and every
- *        `lower` form <= it, whatever the values of its variables. For min(a, b) + c the upper
- *        forms are a + c and b + c; that is how a loop-dependent extent gets a constant bound.
- */
-struct BoundTerms {
-  std::vector<Affine> upper, lower;
-};
-
-/*! \brief Sets larger than this are cut: the terms are only candidates for a tighter bound. */
-constexpr size_t kMaxBoundTerms = 8;
-
-/*! \brief {x + y} over both sets (x - y when `subtract`, with y from the other side). */
-std::vector<Affine> CombineTerms(const std::vector<Affine>& xs, const std::vector<Affine>& ys,
-                                 bool subtract) {
-  std::vector<Affine> out;
-  for (const Affine& x : xs) {
-    for (const Affine& y : ys) {
-      if (out.size() >= kMaxBoundTerms) return out;
-      Affine neg;
-      const Affine* rhs = &y;
-      if (!subtract) {
-        std::optional<Affine> zero_minus = Difference(Affine{}, y);
-        if (!zero_minus) continue;
-        neg = *zero_minus;
-        rhs = &neg;
-      }
-      if (std::optional<Affine> d = Difference(x, *rhs)) out.push_back(std::move(*d));
-    }
-  }
-  return out;
-}
-
-/*! \brief min (or max) of pairs of forms that differ only in their constant. */
-std::vector<Affine> FoldSameTerms(const std::vector<Affine>& xs, const std::vector<Affine>& ys,
-                                  bool take_min) {
-  std::vector<Affine> out;
-  for (const Affine& x : xs) {
-    for (const Affine& y : ys) {
-      if (!x.SameTerms(y) || out.size() >= kMaxBoundTerms) continue;
-      Affine f = x;
-      f.constant = take_min ? std::min(x.constant, y.constant) : std::max(x.constant, y.constant);
-      out.push_back(std::move(f));
-    }
-  }
-  return out;
-}
-
-/*!
- * \brief Any other integer expression is a term of its own: hi and lo of one allocation are
- *        evaluated at the same point, so x * 8 + 8 - (x * 8 - 1) = 9 whatever x = bx % 16 // 4.
- */
-BoundTerms OpaqueTerm(const ObjectRef& e) {
-  BoundTerms out;
-  if (!IsPrimExpr(e)) return out;
-  DLDataType dtype = DTypeOf(e);
-  if (dtype.code != kDLInt && dtype.code != kDLUInt) return out;
-  Affine form;
-  form.AddTerm(e, 1);
-  out.upper.push_back(form);
-  out.lower.push_back(std::move(form));
-  return out;
-}
-
-BoundTerms BoundTermsOf(const ObjectRef& e, int depth = 0) {
-  BoundTerms out;
-  if (depth > 16 || !e.defined()) return out;
-  if (std::optional<Affine> form = AffineParser(nullptr).Parse(e)) {
-    out.upper.push_back(*form);
-    out.lower.push_back(*form);
-    return out;
-  }
-  auto binary = [&](const FieldKey& fa, const FieldKey& fb) {
-    return std::make_pair(BoundTermsOf(fa.Get<ObjectRef>(e), depth + 1),
-                          BoundTermsOf(fb.Get<ObjectRef>(e), depth + 1));
-  };
-  if (type::Min.IsInstance(e)) {
-    auto [a, b] = binary(field::Min_a, field::Min_b);
-    out.upper = a.upper;
-    for (Affine& f : b.upper) {
-      if (out.upper.size() < kMaxBoundTerms) out.upper.push_back(std::move(f));
-    }
-    out.lower = FoldSameTerms(a.lower, b.lower, /*take_min=*/true);
-  } else if (type::Max.IsInstance(e)) {
-    auto [a, b] = binary(field::Max_a, field::Max_b);
-    out.lower = a.lower;
-    for (Affine& f : b.lower) {
-      if (out.lower.size() < kMaxBoundTerms) out.lower.push_back(std::move(f));
-    }
-    out.upper = FoldSameTerms(a.upper, b.upper, /*take_min=*/false);
-  } else if (type::Add.IsInstance(e)) {
-    auto [a, b] = binary(field::Add_a, field::Add_b);
-    out.upper = CombineTerms(a.upper, b.upper, /*subtract=*/false);
-    out.lower = CombineTerms(a.lower, b.lower, /*subtract=*/false);
-  } else if (type::Sub.IsInstance(e)) {
-    auto [a, b] = binary(field::Sub_a, field::Sub_b);
-    out.upper = CombineTerms(a.upper, b.lower, /*subtract=*/true);
-    out.lower = CombineTerms(a.lower, b.upper, /*subtract=*/true);
-  } else if (type::Mul.IsInstance(e)) {
-    ObjectRef a = field::Mul_a.Get<ObjectRef>(e), b = field::Mul_b.Get<ObjectRef>(e);
-    std::optional<int64_t> c = AsConstInt(b);
-    ObjectRef operand = a;
-    if (!c) {
-      c = AsConstInt(a);
-      operand = b;
-    }
-    if (!c) return OpaqueTerm(e);
-    BoundTerms inner = BoundTermsOf(operand, depth + 1);
-    auto scale = [&](const std::vector<Affine>& forms) {
-      std::vector<Affine> scaled;
-      for (const Affine& f : forms) {
-        Affine g;
-        bool ok = !__builtin_mul_overflow(f.constant, *c, &g.constant);
-        for (const auto& [v, k] : f.terms) {
-          int64_t product;
-          ok = ok && !__builtin_mul_overflow(k, *c, &product) && g.AddTerm(v, product);
-        }
-        if (ok) scaled.push_back(std::move(g));
-      }
-      return scaled;
-    };
-    out.upper = scale(*c >= 0 ? inner.upper : inner.lower);
-    out.lower = scale(*c >= 0 ? inner.lower : inner.upper);
-  } else {
-    return OpaqueTerm(e);
-  }
-  return out;
-}
-
-int64_t FloorDivInt(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-int64_t CeilDivInt(int64_t a, int64_t b) { return -FloorDivInt(-a, b); }
-
 // ---- conditions --------------------------------------------------------------------------------
-
-/*! \brief One conjunct of a condition. */
-struct Atom {
-  ObjectRef expr;
-  ExprFacts facts;
-  /*! \brief The atom as `form <relation> 0`, when both sides are affine. */
-  enum class Relation { kNone, kLE, kGE, kEQ, kNE } relation = Relation::kNone;
-  std::optional<Affine> form;
-  /*! \brief A comparison iter-map analysis can use as a predicate. */
-  bool comparison = false;
-};
 
 /*! \brief A condition split into conjuncts, with `likely` stripped and bindings substituted. */
 struct ConditionInfo {
@@ -772,7 +454,7 @@ class RegionCollector : public ScopedVisitor {
       } else if (ctx.relaxed[k]) {
         // A symbolic range (a tail tile `range(min(4, n - i * 4))`) often has constant bounds.
         auto [lo, hi] = analyzer()->ConstBound(loops[k].var);
-        if (lo != std::numeric_limits<int64_t>::min() && hi != kInf) {
+        if (lo != std::numeric_limits<int64_t>::min() && hi != kNoBound) {
           ctx.constant[k] = true;
           ctx.lo[k] = lo;
           ctx.hi[k] = hi;
@@ -861,7 +543,7 @@ class RegionCollector : public ScopedVisitor {
         return Tightened::kNo;
       }
     }
-    if (target < 0 || rest_lo == std::numeric_limits<int64_t>::min() || rest_hi == kInf) {
+    if (target < 0 || rest_lo == std::numeric_limits<int64_t>::min() || rest_hi == kNoBound) {
       return Tightened::kNo;
     }
     int64_t& lo = ctx->lo[target];
@@ -970,11 +652,11 @@ class RegionCollector : public ScopedVisitor {
     for (size_t d = 0; d < items.size(); ++d) {
       ObjectRef min, extent;
       if (is_region) {
-        min = Resolve(field::Range_min.Get<ObjectRef>(items[d]));
-        extent = Resolve(field::Range_extent.Get<ObjectRef>(items[d]));
+        min = Resolve(field::Range_min.Get<ObjectRef>(items[d]), subst_);
+        extent = Resolve(field::Range_extent.Get<ObjectRef>(items[d]), subst_);
       } else {
         auto [base, span] = IndexBase(items[d]);
-        min = Resolve(base);
+        min = Resolve(base, subst_);
         extent = span ? IntConst(min, *span + 1) : ObjectRef();
         if (span && *span < 0) {
           min = Add(min, IntConst(min, *span));
@@ -1088,24 +770,6 @@ class RegionCollector : public ScopedVisitor {
     return bound;
   }
 
-  /*! \brief `expr` with block iteration vars and bound vars replaced by their values. */
-  ObjectRef Resolve(const ObjectRef& expr) const {
-    if (subst_.empty()) return expr;
-    Map<ObjectRef, ObjectRef> vmap;
-    // Substituted values may themselves use substituted vars (nested blocks).
-    ObjectRef current = expr;
-    for (int round = 0; round < 8; ++round) {
-      vmap.clear();
-      for (const ObjectRef& v : ScanExpr(current).vars) {
-        auto it = subst_.find(v.get());
-        if (it != subst_.end()) vmap.Set(v, it->second);
-      }
-      if (vmap.empty()) return current;
-      current = Substitute(current, vmap);
-    }
-    return current;
-  }
-
   /*!
    * \brief Turn a range of flat indices into the range of rows it touches: floor(i / row_size)
    *        of an affine bound whose variable coefficients are multiples of row_size.
@@ -1140,96 +804,8 @@ class RegionCollector : public ScopedVisitor {
   const ConditionInfo& Condition(const ObjectRef& cond) {
     auto it = conditions_.find(cond.get());
     if (it != conditions_.end()) return it->second;
-    ConditionInfo info;
-    info.keep_alive = cond;
-    std::vector<std::pair<ObjectRef, bool>> conjuncts;
-    SplitConjuncts(cond, /*negated=*/false, &conjuncts);
-    AffineParser parser(&subst_);
-    for (const auto& [c, negated] : conjuncts) {
-      Atom atom;
-      atom.expr = Resolve(c);
-      ParseComparison(parser, negated, &atom);
-      atom.facts = ScanExpr(atom.expr);
-      info.atoms.push_back(std::move(atom));
-    }
+    ConditionInfo info{cond, ParseConditionAtoms(cond, subst_)};
     return conditions_.emplace(cond.get(), std::move(info)).first->second;
-  }
-
-  /*! \brief The conjuncts of `cond` (negated when `negated`): a && b, !(a || b), likely(a). */
-  static void SplitConjuncts(const ObjectRef& cond, bool negated,
-                             std::vector<std::pair<ObjectRef, bool>>* out) {
-    if (!negated && type::And.IsInstance(cond)) {
-      SplitConjuncts(field::And_a.Get<ObjectRef>(cond), false, out);
-      SplitConjuncts(field::And_b.Get<ObjectRef>(cond), false, out);
-      return;
-    }
-    if (negated && type::Or.IsInstance(cond)) {
-      SplitConjuncts(field::Or_a.Get<ObjectRef>(cond), true, out);
-      SplitConjuncts(field::Or_b.Get<ObjectRef>(cond), true, out);
-      return;
-    }
-    if (type::Not.IsInstance(cond)) {
-      SplitConjuncts(field::Not_a.Get<ObjectRef>(cond), !negated, out);
-      return;
-    }
-    if (std::optional<Call> call = As<Call>(cond); call && call->IsOp(op::Likely)) {
-      Array<ObjectRef> args = call->args();
-      if (args.size() == 1) {
-        SplitConjuncts(args[0], negated, out);
-        return;
-      }
-    }
-    out->emplace_back(cond, negated);
-  }
-
-  /*!
-   * \brief Recognize `a <cmp> b` (its negation when `negated`, rewritten as the opposite
-   *        comparison); when a - b is c * v + k, derive constant bounds of v.
-   */
-  static void ParseComparison(const AffineParser& parser, bool negated, Atom* atom) {
-    ObjectRef e = atom->expr;
-    enum Cmp { kLT, kLE, kGT, kGE, kEQ, kNE } cmp;
-    const FieldKey *fa, *fb;
-    if (type::LT.IsInstance(e)) {
-      cmp = kLT, fa = &field::LT_a, fb = &field::LT_b;
-    } else if (type::LE.IsInstance(e)) {
-      cmp = kLE, fa = &field::LE_a, fb = &field::LE_b;
-    } else if (type::GT.IsInstance(e)) {
-      cmp = kGT, fa = &field::GT_a, fb = &field::GT_b;
-    } else if (type::GE.IsInstance(e)) {
-      cmp = kGE, fa = &field::GE_a, fb = &field::GE_b;
-    } else if (type::EQ.IsInstance(e)) {
-      cmp = kEQ, fa = &field::EQ_a, fb = &field::EQ_b;
-    } else if (type::NE.IsInstance(e)) {
-      cmp = kNE, fa = &field::NE_a, fb = &field::NE_b;
-    } else {
-      if (negated) atom->expr = Not(e);
-      return;
-    }
-    ObjectRef lhs = fa->Get<ObjectRef>(e), rhs = fb->Get<ObjectRef>(e);
-    if (negated) {
-      static constexpr Cmp kOpposite[] = {kGE, kGT, kLE, kLT, kNE, kEQ};
-      cmp = kOpposite[cmp];
-      atom->expr = cmp == kGE   ? GE(lhs, rhs)
-                   : cmp == kGT ? GT(lhs, rhs)
-                   : cmp == kLE ? LE(lhs, rhs)
-                   : cmp == kLT ? LT(lhs, rhs)
-                   : cmp == kEQ ? EQ(lhs, rhs)
-                                : NE(lhs, rhs);
-    }
-    atom->comparison = cmp != kNE;
-    std::optional<Affine> a = parser.Parse(lhs);
-    std::optional<Affine> b = parser.Parse(rhs);
-    std::optional<Affine> diff = a && b ? Difference(*a, *b) : std::nullopt;
-    if (!diff) return;
-    // Integer comparisons: a < b is a - b + 1 <= 0, a > b is a - b - 1 >= 0.
-    if ((cmp == kLT && !diff->AddConstant(1)) || (cmp == kGT && !diff->AddConstant(-1))) return;
-    using R = Atom::Relation;
-    atom->relation = cmp == kLT || cmp == kLE   ? R::kLE
-                     : cmp == kGT || cmp == kGE ? R::kGE
-                     : cmp == kEQ               ? R::kEQ
-                                                : R::kNE;
-    atom->form = std::move(diff);
   }
 
   void AddFunctionVars(const ObjectRef& expr) {
@@ -1282,19 +858,12 @@ class RegionCollector : public ScopedVisitor {
     return MakeBound(kept.size() == 1 ? expr : analyzer()->Simplify(expr));
   }
 
-  /*! \brief A constant bound of hi - lo from their bound terms; kInf when there is none. */
+  /*! \brief A constant bound of hi - lo from their bound terms; kNoBound when there is none. */
   static int64_t PairwiseBound(const Bound& hi, const Bound& lo) {
     auto terms = [](const Bound& b) {
       return b.affine ? BoundTerms{{*b.affine}, {*b.affine}} : BoundTermsOf(b.expr);
     };
-    int64_t best = kInf;
-    for (const Affine& x : terms(hi).upper) {
-      for (const Affine& y : terms(lo).lower) {
-        std::optional<Affine> diff = Difference(x, y);
-        if (diff && diff->IsConstant()) best = std::min(best, diff->constant);
-      }
-    }
-    return best;
+    return ConstDifferenceBound(terms(hi), terms(lo));
   }
 
   /*! \brief Whether `expr` uses a loop variable (an extent must not) or reads memory. */
@@ -1451,9 +1020,9 @@ class RegionCollector : public ScopedVisitor {
         pairwise = std::max(pairwise, PairwiseBound(a.hi, b.lo));
       }
     }
-    if (pairwise != kInf) bound = std::min(bound, pairwise + 1);
+    if (pairwise != kNoBound) bound = std::min(bound, pairwise + 1);
     if (options_.is_strict && const_extent) bound = std::min(bound, *const_extent);
-    if (bound == kInf) return full("extent depends on a loop and has no constant bound");
+    if (bound == kNoBound) return full("extent depends on a loop and has no constant bound");
     return {offset, IntConst(extent, std::max<int64_t>(bound, 1))};
   }
 
