@@ -175,7 +175,10 @@ class RegionCollector : public ScopedVisitor {
     }
     const Object* var = site.buffer.get();
     if (auto it = root_of_.find(var); it != root_of_.end()) {
-      GiveUp(&tracked_[it->second], "it is defined more than once");
+      // One var, two allocations: its first scope may be finalized already; undo that.
+      Tracked& first = tracked_[it->second];
+      GiveUp(&first, "it is defined more than once");
+      if (first.result) Finalize(&first);
       return;
     }
     Tracked t(site);

@@ -1442,3 +1442,34 @@ def test_compacted_regions_rejects_a_module():
 def test_unchanged_function_is_returned_as_is():
     mod = _module(TestKeepsParameterBuffers.before)
     assert CompactBufferAllocation()(mod)["main"].same_as(mod["main"])
+
+
+@T.prim_func
+def _tile_a(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,), "float32")
+    for i in range(4):
+        B[i] = A[i]
+    for i in range(4):
+        C[i] = B[i]
+
+
+@T.prim_func
+def _tile_b(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,), "float32")
+    for i in range(4):
+        B[i + 8] = A[i]
+    for i in range(4):
+        C[i + 8] = B[i + 8]
+
+
+def test_keeps_a_buffer_var_allocated_twice():
+    """One buffer var behind two allocations (IR that reuses nodes) is left as it is."""
+    a, b = _tile_a, _tile_b
+    mapping = {b.params[0]: a.params[0], b.params[1]: a.params[1]}
+    mapping[b.body.seq[0].buffer] = a.body.seq[0].buffer
+    second = testing.substitute(b.body, mapping)
+    func = tvm.tirx.PrimFunc(a.params, tvm.tirx.SeqStmt([a.body, second]))
+    regions = compacted_regions(func)
+    assert [r.reason for r in regions] == ["it is defined more than once"]
+    mod = _module(func)
+    assert CompactBufferAllocation()(mod)["main"].same_as(mod["main"])
