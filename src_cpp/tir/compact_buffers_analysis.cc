@@ -268,7 +268,11 @@ class RegionCollector : public ScopedVisitor {
   }
 
   void OnBind(const Bind& bind) override {
-    if (IsPrimExpr(bind.value())) subst_[bind.var().get()] = bind.value();
+    if (Tracked* t = Find(bind.value())) {
+      GiveUp(t, "it is bound to `" + bind.var().name() + "`, an alias we do not follow");
+    } else if (IsPrimExpr(bind.value())) {
+      subst_[bind.var().get()] = bind.value();
+    }
   }
 
   void OnBlockEnter(const SBlockRealize& realize) override {
