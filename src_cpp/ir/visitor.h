@@ -68,8 +68,8 @@ struct ScopedVisitorOptions {
    * \brief Between top-level statements (no enclosing loop, condition or block binding),
    *        replace the analyzer by a fresh one that knows only the top-level `Bind`s. TVM's
    *        analyzer keeps every binding it was given and some of its provers scan them all,
-   *        so on long functions each question costs more than the last. Off by default: the
-   *        caller's analyzer is reset.
+   *        so on long functions each question costs more than the last. Off by default
+   *        because it resets the analyzer the caller passed in.
    */
   bool forget_finished_scopes = false;
 };
