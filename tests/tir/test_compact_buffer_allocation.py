@@ -1237,6 +1237,21 @@ class TestNonStrictCoversEveryAccess(BaseCompactTest):
 # ---- 9. never crash ---------------------------------------------------------------------------
 
 
+class TestKeepsABufferWithAColumnMajorLayout(BaseCompactTest):
+    """A layout other than row-major is not rebuilt for a new shape: the buffer stays."""
+
+    @T.prim_func
+    def before(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+        B = T.alloc_buffer((16, 16), "float32", layout=T.TileLayout(T.S[(16, 16) : (1, 16)]))
+        for i, j in T.grid(4, 16):
+            B[i, j] = A[i, j]
+        for i, j in T.grid(4, 16):
+            C[i, j] = B[i, j]
+
+    expected = before
+    larger_than_stock = "the stock pass keeps the column-major layout on a (4, 16) buffer"
+
+
 class TestUnaccessedFlatBufferShrinksToOneElement(BaseCompactTest):
     """Nothing reads or writes B: one element is enough."""
 
