@@ -29,9 +29,24 @@ std::optional<ObjectRef> FiniteEnd(const ObjectRef& end) {
   }
   return end;
 }
+/*! \brief The ends of an IntSet; an end is missing when it is unbounded. */
+Interval IntervalOf(const ObjectRef& set) {
+  Interval out;
+  if (type::IntervalSet.IsInstance(set)) {
+    out.min = FiniteEnd(field::IntervalSet_min_value.Get<ObjectRef>(set));
+    out.max = FiniteEnd(field::IntervalSet_max_value.Get<ObjectRef>(set));
+    return out;
+  }
+  if (func::IntSetIsEverything(set).cast<bool>()) return out;
+  out.min = FiniteEnd(func::IntervalSetGetMin(set).cast<ObjectRef>());
+  out.max = FiniteEnd(func::IntervalSetGetMax(set).cast<ObjectRef>());
+  return out;
+}
 }  // namespace
 
 Analyzer::Analyzer() : self_(func::MakeAnalyzer().cast<ObjectRef>()) {}
+
+void Analyzer::Reset() { self_ = func::MakeAnalyzer().cast<ObjectRef>(); }
 
 void Analyzer::BindExpr(const ObjectRef& var, const ObjectRef& expr, bool allow_override) {
   func::AnalyzerBind(self_, var, expr, allow_override);
@@ -93,6 +108,18 @@ std::optional<Array<ObjectRef>> Analyzer::DetectIterMap(const Array<ObjectRef>& 
   Array<ObjectRef> sums = field::IterMapResult_indices.Get<Array<ObjectRef>>(result);
   if (sums.empty() && !indices.empty()) return std::nullopt;
   return sums;
+}
+
+std::optional<std::vector<Interval>> Analyzer::EstimateRegion(
+    const Array<ObjectRef>& region, const Map<ObjectRef, ObjectRef>& var_dom,
+    const ObjectRef& predicate, RegionBound bound) const {
+  const GlobalFunc& estimate = bound == RegionBound::kStrict ? func::EstimateRegionStrictBound
+                                                             : func::EstimateRegionUpperBound;
+  Any sets = estimate(region, var_dom, predicate, self_);
+  if (sets == nullptr) return std::nullopt;
+  std::vector<Interval> out;
+  for (const ObjectRef& set : sets.cast<Array<ObjectRef>>()) out.push_back(IntervalOf(set));
+  return out;
 }
 
 Analyzer::ConstraintScope::ConstraintScope(Analyzer* analyzer, const ObjectRef& condition)

@@ -35,6 +35,8 @@ class Analyzer {
   Analyzer();
   /*! \brief The underlying sym.Analyzer object (to hand to TVM functions that take one). */
   const ObjectRef& handle() const { return self_; }
+  /*! \brief Forget every binding: a fresh sym.Analyzer. Not allowed inside a ConstraintScope. */
+  void Reset();
 
   /*! \brief Bind `var` to `expr`: the analyzer substitutes it. */
   void BindExpr(const ObjectRef& var, const ObjectRef& expr, bool allow_override = false);
@@ -65,6 +67,21 @@ class Analyzer {
                                                 const Map<ObjectRef, ObjectRef>& iters,
                                                 const ObjectRef& predicate,
                                                 bool require_bijective = false) const;
+
+  /*! \brief How EstimateRegion may answer: exactly or not at all, or a safe over-approximation. */
+  enum class RegionBound { kStrict, kUpper };
+
+  /*!
+   * \brief The bounding box of `region` (one ir.Range per dimension) when each var of `var_dom`
+   *        (var -> ir.Range) ranges over its range and `predicate` holds; other vars stay
+   *        symbolic. Affine iter-map analysis first (sym.EstimateRegion*Bound), so predicates
+   *        such as `i * 4 + j < 10` tighten the box; kUpper falls back to interval arithmetic
+   *        per dimension.
+   * \return One interval per dimension; nullopt when a kStrict estimate is not possible.
+   */
+  std::optional<std::vector<Interval>> EstimateRegion(
+      const Array<ObjectRef>& region, const Map<ObjectRef, ObjectRef>& var_dom,
+      const ObjectRef& predicate, RegionBound bound = RegionBound::kUpper) const;
 
   /*! \brief While alive, the analyzer assumes `condition`. Scopes must nest. */
   class ConstraintScope {

@@ -73,14 +73,18 @@ bool TypeKey::IsInstance(int32_t type_index) const {
   int32_t mine = index();
   if (type_index == mine) return true;
   if (type_index < ffi::TypeIndex::kTVMFFIStaticObjectBegin) return false;
-  // Called for every node of every walk: keep it to one lookup.
+  std::atomic<int32_t>& slot = answers_[type_index % kCacheSize];
+  int32_t cached = slot.load(std::memory_order_relaxed);
+  if ((cached >> 2) == type_index && (cached & 2)) return cached & 1;
   int32_t depth = depth_.load(std::memory_order_relaxed);
-  if (TVM_FFI_PREDICT_FALSE(depth < 0)) {
+  if (depth < 0) {
     depth = TVMFFIGetTypeInfo(mine)->type_depth;
     depth_.store(depth, std::memory_order_relaxed);
   }
   const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(type_index);
-  return info->type_depth > depth && info->type_ancestors[depth]->type_index == mine;
+  bool answer = info->type_depth > depth && info->type_ancestors[depth]->type_index == mine;
+  slot.store((type_index << 2) | 2 | static_cast<int32_t>(answer), std::memory_order_relaxed);
+  return answer;
 }
 
 const TVMFFIFieldInfo* FieldKey::info() const {

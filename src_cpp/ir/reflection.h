@@ -73,7 +73,14 @@ class TypeKey {
  private:
   const char* key_;
   mutable std::atomic<int32_t> index_{-1};
-  mutable std::atomic<int32_t> depth_{-1};  // in the type hierarchy, for IsInstance
+  /*! \brief Depth of this type in the hierarchy (-1 until first needed). */
+  mutable std::atomic<int32_t> depth_{-1};
+  /*!
+   * \brief Recent answers of IsInstance, direct-mapped by type index: (index << 2) | 2 | answer.
+   *        Passes ask the same few questions about millions of nodes.
+   */
+  static constexpr int kCacheSize = 32;
+  mutable std::atomic<int32_t> answers_[kCacheSize] = {};
 };
 
 /*! \brief A reflected field of a TVM node type (found on the type or one of its ancestors). */

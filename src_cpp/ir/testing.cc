@@ -108,6 +108,36 @@ class EventLog : public ScopedVisitor {
   void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& block) override {
     Log("match " + match.buffer().name() + " <- " + match.source().buffer().name());
   }
+  void OnBind(const Bind& bind) override { Log("bind " + bind.var().name() + Context()); }
+};
+
+/*!
+ * \brief At each store: every enclosing loop as `var in [min, min + extent)`, and whether the
+ *        analyzer (bindings passed lazily) proves each index inside the buffer's shape.
+ */
+class StoreFacts : public ScopedVisitor {
+ public:
+  StoreFacts(Analyzer* analyzer, bool forget_finished_scopes)
+      : ScopedVisitor(analyzer, Options{/*skip_unreachable=*/false, forget_finished_scopes}) {}
+  Array<String> lines;
+
+ private:
+  void OnStore(const BufferStore& store) override {
+    std::ostringstream os;
+    os << store.buffer().name();
+    for (const LoopScope& loop : loops()) {
+      os << " " << Var(loop.var).name() << "=[" << ToString(loop.min) << ", "
+         << ToString(Add(loop.min, loop.extent)) << ")";
+    }
+    Array<ObjectRef> indices = store.indices(), shape = store.buffer().shape();
+    bool in_bounds = true;
+    for (size_t d = 0; d < indices.size() && d < shape.size(); ++d) {
+      in_bounds &= analyzer()->CanProve(GE(indices[d], IntConst(indices[d], 0))) &&
+                   analyzer()->CanProve(LT(indices[d], shape[d]));
+    }
+    os << (in_bounds ? " in bounds" : " unproven");
+    lines.push_back(os.str());
+  }
 };
 
 Array<String> VisitEvents(PrimFunc func, bool skip_unreachable) {
@@ -115,6 +145,13 @@ Array<String> VisitEvents(PrimFunc func, bool skip_unreachable) {
   EventLog log(&analyzer, skip_unreachable);
   log.Run(func);
   return log.lines;
+}
+
+Array<String> StoreFactsOf(PrimFunc func, bool forget_finished_scopes) {
+  Analyzer analyzer;
+  StoreFacts facts(&analyzer, forget_finished_scopes);
+  facts.Run(func);
+  return facts.lines;
 }
 
 /*! \brief Analyzer hooks: bind each var to [0, extent), then query. */
@@ -221,6 +258,32 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              return Array<int64_t>{lo, hi};
            })
       .def("tvm_memplan.testing.relax_bounds", RelaxBounds)
+      .def("tvm_memplan.testing.estimate_region",
+           [](Array<ObjectRef> region, Map<ObjectRef, ObjectRef> extents, ObjectRef predicate,
+              bool strict) -> Any {
+             Map<ObjectRef, ObjectRef> dom;
+             for (const auto& [var, extent] : extents) {
+               dom.Set(var, MakeRange(IntConst(extent, 0), extent));
+             }
+             auto box = Analyzer().EstimateRegion(
+                 region, dom, predicate,
+                 strict ? Analyzer::RegionBound::kStrict : Analyzer::RegionBound::kUpper);
+             if (!box) return Any();
+             Array<Any> out;
+             for (const Interval& i : *box) {
+               out.push_back(Array<Any>{i.min ? Any(*i.min) : Any(), i.max ? Any(*i.max) : Any()});
+             }
+             return out;
+           })
+      .def("tvm_memplan.testing.store_facts",
+           [](ObjectRef func, bool forget_finished_scopes) {
+             return StoreFactsOf(PrimFunc(func, "store_facts"), forget_finished_scopes);
+           })
+      .def("tvm_memplan.testing.with_shape",
+           [](ObjectRef var, Array<ObjectRef> shape, Array<ObjectRef> strides) -> Any {
+             std::optional<Buffer> out = Buffer(var, "with_shape").WithShape(shape, strides);
+             return out ? Any(out->ref()) : Any();
+           })
       .def("tvm_memplan.testing.detect_iter_map",
            [](Array<ObjectRef> indices, Map<ObjectRef, ObjectRef> extents) -> Any {
              Map<ObjectRef, ObjectRef> iters;

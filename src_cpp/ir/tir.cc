@@ -185,10 +185,17 @@ std::optional<Any> RowMajorLayoutFor(const Any& layout, const Array<ObjectRef>& 
 
 std::optional<Buffer> Buffer::WithShape(const Array<ObjectRef>& new_shape) const {
   if (!strides().empty()) return std::nullopt;
+  return WithShape(new_shape, Array<ObjectRef>{});
+}
+
+std::optional<Buffer> Buffer::WithShape(const Array<ObjectRef>& new_shape,
+                                        const Array<ObjectRef>& new_strides) const {
+  // TVMScript gives a strided buffer the row-major layout of its shape; rebuild that one.
   std::optional<Any> layout = RowMajorLayoutFor(this->layout(), shape(), new_shape);
   if (!layout) return std::nullopt;
-  ObjectRef new_type = WithFields(
-      type(), {{&field::BufferType_shape, new_shape}, {&field::BufferType_layout, *layout}});
+  ObjectRef new_type = WithFields(type(), {{&field::BufferType_shape, new_shape},
+                                           {&field::BufferType_strides, new_strides},
+                                           {&field::BufferType_layout, *layout}});
   return Buffer(
       func::MakeBufferVar(String(name()), new_type, field::Expr_span.Get(ref_)).cast<ObjectRef>());
 }
@@ -281,6 +288,10 @@ BufferStore BufferStore::WithAccess(const Buffer& buffer, const Array<ObjectRef>
 BufferLoad BufferLoad::WithAccess(const Buffer& buffer, const Array<ObjectRef>& indices) const {
   return BufferLoad(WithFields(
       ref_, {{&field::TensorLoad_source, buffer.ref()}, {&field::TensorLoad_indices, indices}}));
+}
+
+BufferRegion BufferRegion::WithRegion(const Array<ObjectRef>& region) const {
+  return BufferRegion(WithFields(ref_, {{&field::TensorRegion_region, region}}));
 }
 
 ForKind For::kind() const { return static_cast<ForKind>(field::For_kind.Get<int64_t>(ref_)); }

@@ -57,6 +57,13 @@ class Buffer : public NodeView {
 
   /*! \brief A new buffer var of the same name, dtype, shape and layout in storage `scope`. */
   Buffer WithScope(const std::string& scope) const;
+  /*!
+   * \brief As WithShape, and the strides replaced by `new_strides` (empty: row-major), so a
+   *        strided buffer can be re-laid out too. nullopt for a layout other than the default
+   *        row-major one of the current shape.
+   */
+  std::optional<Buffer> WithShape(const Array<ObjectRef>& new_shape,
+                                  const Array<ObjectRef>& new_strides) const;
 };
 
 /*! \brief tirx.PrimFunc. Params are ir.Vars; buffer params are Buffers. */
@@ -158,6 +165,10 @@ class For : public NodeView {
   ObjectRef min() const { return schema::field::For_min.Get<ObjectRef>(ref_); }
   ObjectRef extent() const { return schema::field::For_extent.Get<ObjectRef>(ref_); }
   ForKind kind() const;
+  /*! \brief The step of `range(min, min + extent, step)`, or a null ref for step 1. */
+  ObjectRef step() const {
+    return schema::field::For_step.Get(ref_).cast<Optional<ObjectRef>>().value_or(ObjectRef());
+  }
   ObjectRef body() const { return schema::field::For_body.Get<ObjectRef>(ref_); }
   /*! \brief The thread tag ("threadIdx.x", "vthread", ...) of a thread-binding loop, or "". */
   std::string thread_tag() const;
@@ -228,6 +239,7 @@ class BufferRegion : public NodeView {
   Array<ObjectRef> region() const {
     return schema::field::TensorRegion_region.Get<Array<ObjectRef>>(ref_);
   }
+  BufferRegion WithRegion(const Array<ObjectRef>& region) const;
 };
 
 class MatchBufferRegion : public NodeView {

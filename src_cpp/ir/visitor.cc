@@ -76,18 +76,43 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
 
   if (type::SeqStmt.IsInstance(t)) {
     size_t live = allocations_.size();
-    for (const ObjectRef& stmt : SeqStmt(node).seq()) Visit(stmt);
+    for (const ObjectRef& stmt : SeqStmt(node).seq()) {
+      Visit(stmt);
+      ForgetFinishedScopes();
+    }
     EndScopesAbove(live);
   } else if (type::For.IsInstance(t)) {
     For loop(node);
     Visit(loop.min());
     Visit(loop.extent());
-    VisitLoop(LoopScope{loop.loop_var().ref(), loop.min(), loop.extent(), loop.kind(),
-                        loop.thread_tag(), node},
+    ObjectRef min = loop.min(), extent = loop.extent();
+    if (ObjectRef step = loop.step(); step.defined()) {
+      Visit(step);
+      std::optional<int64_t> s = AsConstInt(step), e = AsConstInt(extent);
+      if (s && e && *s != 0) {
+        // range(a, a + e, s): values a + k * s for 0 <= k < ceil(e / s).
+        int64_t count = (*s > 0) == (*e > 0) ? (*e + *s - (*s > 0 ? 1 : -1)) / *s : 0;
+        int64_t last = count > 0 ? (count - 1) * *s : 0;
+        if (count > 0) {
+          min = Add(min, IntConst(extent, std::min<int64_t>(0, last)));
+          extent = IntConst(extent, (last < 0 ? -last : last) + 1);
+        } else {
+          extent = IntConst(extent, 0);
+        }
+      } else if (!s || *s < 0) {
+        // A negative step counts down from a to a + e + 1; cover both directions.
+        ObjectRef one = IntConst(extent, 1), end = Add(min, extent);
+        ObjectRef lo = Min(min, Add(end, one)), hi = Max(min, Sub(end, one));
+        min = lo;
+        extent = Add(Sub(hi, lo), one);
+      }
+    }
+    VisitLoop(LoopScope{loop.loop_var().ref(), min, extent, loop.kind(), loop.thread_tag(), node},
               loop.body());
   } else if (type::AttrStmt.IsInstance(t)) {
     AttrStmt attr(node);
     Visit(attr.value());
+    OnAttr(attr);
     std::string key = attr.attr_key();
     std::optional<IterVar> iter;
     if (key == kThreadExtentAttr || key == kVirtualThreadAttr) {
@@ -123,7 +148,11 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
   } else if (type::Bind.IsInstance(t)) {
     Bind bind(node);
     Visit(bind.value());
-    analyzer_->BindExpr(bind.var().ref(), bind.value(), /*allow_override=*/true);
+    BindLater(bind.var().ref(), bind.value(), ObjectRef());
+    if (loops_.empty() && conditions_.empty() && block_bindings_.empty()) {
+      top_level_binds_.push_back(pending_binds_.back());
+    }
+    OnBind(bind);
   } else if (type::BufferStore.IsInstance(t)) {
     BufferStore store(node);
     OnStore(store);
@@ -154,14 +183,18 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
 }
 
 void ScopedVisitor::VisitLoop(LoopScope scope, const ObjectRef& body) {
-  if (options_.skip_unreachable &&
-      analyzer_->CanProve(LE(scope.extent, IntConst(scope.extent, 0)))) {
-    return;
+  if (options_.skip_unreachable) {
+    std::optional<int64_t> extent = AsConstInt(scope.extent);
+    if (extent ? *extent <= 0 : analyzer()->CanProve(LE(scope.extent, IntConst(scope.extent, 0)))) {
+      return;
+    }
   }
-  analyzer_->BindRange(scope.var, scope.min, scope.extent, /*allow_override=*/true);
+  size_t pending = pending_binds_.size();
+  BindLater(scope.var, scope.min, scope.extent);
   loops_.push_back(std::move(scope));
   VisitScoped(body);
   loops_.pop_back();
+  DropBindingsAbove(pending);
 }
 
 void ScopedVisitor::VisitUnderCondition(const ObjectRef& condition, const ObjectRef& node) {
@@ -175,8 +208,8 @@ void ScopedVisitor::WithCondition(const ObjectRef& condition, F visit_body) {
     visit_body();
     return;
   }
-  if (options_.skip_unreachable && analyzer_->CanProve(Not(condition))) return;
-  Analyzer::ConstraintScope assume(analyzer_, condition);
+  if (options_.skip_unreachable && analyzer()->CanProve(Not(condition))) return;
+  Analyzer::ConstraintScope assume(analyzer(), condition);
   conditions_.push_back(condition);
   visit_body();
   conditions_.pop_back();
@@ -188,10 +221,11 @@ void ScopedVisitor::VisitBlockRealize(const SBlockRealize& realize) {
   Array<ObjectRef> iter_vars = block.iter_vars();
   Visit(values);
   Visit(realize.predicate());
+  size_t pending = pending_binds_.size();
   for (size_t i = 0; i < iter_vars.size() && i < values.size(); ++i) {
     ObjectRef var = IterVar(iter_vars[i]).var().ref();
     block_bindings_.Set(var, values[i]);
-    analyzer_->BindExpr(var, values[i], /*allow_override=*/true);
+    BindLater(var, values[i], ObjectRef());
   }
   WithCondition(AsCondition(realize.predicate()), [&]() {
     OnBlockEnter(realize);
@@ -211,6 +245,33 @@ void ScopedVisitor::VisitBlockRealize(const SBlockRealize& realize) {
     OnBlockExit(realize);
   });
   for (const ObjectRef& iter_var : iter_vars) block_bindings_.erase(IterVar(iter_var).var().ref());
+  DropBindingsAbove(pending);
+}
+
+void ScopedVisitor::FlushBindings() const {
+  for (const PendingBind& bind : pending_binds_) {
+    if (bind.extent.defined()) {
+      analyzer_->BindRange(bind.var, bind.min_or_value, bind.extent, /*allow_override=*/true);
+    } else {
+      analyzer_->BindExpr(bind.var, bind.min_or_value, /*allow_override=*/true);
+    }
+  }
+  bound_since_reset_ += pending_binds_.size();
+  pending_binds_.clear();
+}
+
+void ScopedVisitor::ForgetFinishedScopes() {
+  // A fresh analyzer costs one FFI call; only worth it once enough bindings piled up.
+  constexpr size_t kResetAfterBindings = 64;
+  if (!options_.forget_finished_scopes || bound_since_reset_ < kResetAfterBindings ||
+      !loops_.empty() || !conditions_.empty() || !block_bindings_.empty()) {
+    return;
+  }
+  analyzer_->Reset();
+  // Replayed now, so that no scope's pending bindings are mixed up with them.
+  pending_binds_ = top_level_binds_;
+  FlushBindings();
+  bound_since_reset_ = 0;
 }
 
 void ScopedVisitor::Define(AllocationSite::Kind kind, const Buffer& buffer, const ObjectRef& node) {

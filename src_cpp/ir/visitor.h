@@ -37,6 +37,10 @@ namespace ir {
 /*! \brief A loop-like scope: a For loop, or a `thread_extent` / `virtual_thread` attribute. */
 struct LoopScope {
   ObjectRef var;
+  /*!
+   * \brief The var takes values in [min, min + extent). For a loop with a step other than 1
+   *        this is a range that covers every value (a negative step counts down).
+   */
   ObjectRef min, extent;
   ForKind kind;
   /*! \brief "threadIdx.x", "blockIdx.y", "vthread", ... or "" for an ordinary loop. */
@@ -60,6 +64,14 @@ struct AllocationSite {
 struct ScopedVisitorOptions {
   /*! \brief Skip branches whose condition is provably false in context (dead code). */
   bool skip_unreachable = false;
+  /*!
+   * \brief Between top-level statements (no enclosing loop, condition or block binding),
+   *        replace the analyzer by a fresh one that knows only the top-level `Bind`s. TVM's
+   *        analyzer keeps every binding it was given and some of its provers scan them all,
+   *        so on long functions each question costs more than the last. Off by default
+   *        because it resets the analyzer the caller passed in.
+   */
+  bool forget_finished_scopes = false;
 };
 
 class ScopedVisitor {
@@ -78,6 +90,10 @@ class ScopedVisitor {
   virtual void OnAllocationEnd(const AllocationSite& site) {}
   virtual void OnLoad(const BufferLoad& load) {}
   virtual void OnStore(const BufferStore& store) {}
+  /*! \brief An AttrStmt, before its body (its `node` is not visited: it is not an access). */
+  virtual void OnAttr(const AttrStmt& attr) {}
+  /*! \brief A `tirx.Bind` (`var = value` for the rest of the sequence), after its value. */
+  virtual void OnBind(const Bind& bind) {}
   /*! \brief Any call expression, before its arguments are visited. */
   virtual void OnCall(const Call& call) {}
   /*! \brief A block's match_buffer, after the block's iter vars are bound. */
@@ -94,7 +110,11 @@ class ScopedVisitor {
   const std::vector<AllocationSite>& allocations() const { return allocations_; }
   /*! \brief Block iteration var -> bound value, for every enclosing block. */
   const Map<ObjectRef, ObjectRef>& block_bindings() const { return block_bindings_; }
-  Analyzer* analyzer() const { return analyzer_; }
+  /*! \brief The analyzer, told about every enclosing loop, block binding and `Bind`. */
+  Analyzer* analyzer() const {
+    FlushBindings();
+    return analyzer_;
+  }
 
  private:
   class Dispatch;
@@ -116,9 +136,33 @@ class ScopedVisitor {
   void VisitBlockRealize(const SBlockRealize& realize);
   void Define(AllocationSite::Kind kind, const Buffer& buffer, const ObjectRef& node);
   void EndScopesAbove(size_t live_count);
+  /*! \brief Tell the analyzer about a var (a range, or a value when `extent` is null). */
+  void BindLater(const ObjectRef& var, const ObjectRef& min_or_value, const ObjectRef& extent) {
+    pending_binds_.push_back(PendingBind{var, min_or_value, extent});
+  }
+  /*! \brief Forget the bindings of a scope that ends before anyone asked the analyzer. */
+  void DropBindingsAbove(size_t count) {
+    if (pending_binds_.size() > count) pending_binds_.resize(count);
+  }
+  void FlushBindings() const;
 
   ffi::StructuralVisitorObj* engine_ = nullptr;
   Analyzer* analyzer_;
+  /*!
+   * \brief Bindings made in scope but not yet passed to the analyzer: each costs FFI calls, and
+   *        many scopes end without a question to the analyzer. Loop vars are unique, so a
+   *        binding passed late is still right; one never passed is never needed.
+   */
+  struct PendingBind {
+    ObjectRef var, min_or_value, extent;
+  };
+  mutable std::vector<PendingBind> pending_binds_;
+  /*! \brief Bindings passed to the analyzer since it was last reset. */
+  mutable size_t bound_since_reset_ = 0;
+  /*! \brief `Bind`s made at top level, replayed into a fresh analyzer. */
+  std::vector<PendingBind> top_level_binds_;
+  /*! \brief Reset the analyzer at a top-level statement boundary (forget_finished_scopes). */
+  void ForgetFinishedScopes();
   Options options_;
   std::vector<LoopScope> loops_;
   std::vector<ObjectRef> conditions_;

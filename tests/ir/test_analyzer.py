@@ -58,3 +58,34 @@ def test_non_bool_condition_becomes_not_equal_zero():
     tvm.ir.assert_structural_equal(hooks.fold("cond", n, n), n != 0)
     cond = n < 4
     assert hooks.fold("cond", cond, cond).same_as(cond)
+
+
+def _range(lo, extent):
+    return tvm.ir.Range.from_min_extent(lo, extent)
+
+
+def test_estimate_region_relaxes_the_given_vars_only():
+    (interval,) = hooks.estimate_region(
+        [_range(i * 4 + j, 1)], {j: c(4)}, tvm.tirx.const(True), False
+    )
+    tvm.ir.assert_structural_equal(interval[0], i * 4)
+    tvm.ir.assert_structural_equal(tvm.sym.Analyzer().simplify(interval[1]), i * 4 + 3)
+
+
+def test_estimate_region_uses_the_predicate_on_a_fused_index():
+    (interval,) = hooks.estimate_region(
+        [_range(i * 4 + j, 1)], {i: c(4), j: c(4)}, i * 4 + j < 10, False
+    )
+    assert [int(tvm.sym.Analyzer().simplify(e)) for e in interval] == [0, 9]
+
+
+def test_strict_estimate_fails_where_the_upper_one_falls_back_to_intervals():
+    region = [_range(tvm.tirx.max(i, 2), 1)]
+    assert hooks.estimate_region(region, {i: c(4)}, tvm.tirx.const(True), True) is None
+    (interval,) = hooks.estimate_region(region, {i: c(4)}, tvm.tirx.const(True), False)
+    assert [int(e) for e in interval] == [2, 3]
+
+
+def test_unbounded_estimate_has_no_ends():
+    (interval,) = hooks.estimate_region([_range(i * i, 1)], {i: c(4)}, tvm.tirx.const(True), False)
+    assert list(interval) == [None, None]

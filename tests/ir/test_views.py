@@ -84,3 +84,21 @@ def test_unknown_type_key_names_the_supported_tvm_version():
 def test_reading_a_field():
     assert str(hooks.read_field(_alloc("B"), "ir.Var", "name")) == "B"
     assert isinstance(hooks.read_field(buffers.body, "tirx.SeqStmt", "seq")[0], tvm.tirx.Stmt)
+
+
+def _ints(*values):
+    return [tvm.tirx.IntImm("int32", v) for v in values]
+
+
+def test_with_shape_sets_strides_and_a_matching_row_major_layout():
+    new = hooks.with_shape(_alloc("B"), _ints(2, 8), _ints(12, 1))
+    assert [int(x) for x in new.ty.shape] == [2, 8]
+    assert [int(x) for x in new.ty.strides] == [12, 1]
+    assert [(int(i.extent), int(i.stride)) for i in new.ty.layout.shard] == [(2, 8), (8, 1)]
+    assert new.name == "B" and str(new.ty.storage_scope) == "local"
+
+
+def test_with_shape_drops_strides_when_given_none():
+    strided = hooks.with_shape(_alloc("B"), _ints(4, 8), _ints(12, 1))
+    plain = hooks.with_shape(strided, _ints(4, 8), [])
+    assert list(plain.ty.strides) == []

@@ -166,3 +166,69 @@ def test_lowering_blocks_keeps_the_events_of_the_accesses():
     lowered = tvm.s_tir.transform.LowerOpaqueBlock()(tvm.IRModule({"main": func}))["main"]
     accesses = [e for e in events(func) if e.startswith(("load", "store"))]
     assert accesses == [e for e in events(lowered) if e.startswith(("load", "store"))]
+
+
+def test_bind_is_reported_after_its_value():
+    @T.prim_func
+    def func(A: T.Buffer((16,), "float32")):
+        for i in range(4):
+            x = T.bind(i * 4)
+            A[x] = T.float32(0)
+
+    assert events(func) == [
+        "bind x loops=[i] conds=0",
+        "store A loops=[i] conds=0",
+    ]
+
+
+def test_loop_steps_give_the_range_the_var_covers():
+    @T.prim_func
+    def func(A: T.Buffer((32,), "float32")):
+        for i in T.serial(4, 16, step=3):
+            A[i] = T.float32(0)
+        for k in T.serial(15, 3, step=-2):
+            A[k] = T.float32(1)
+
+    assert list(hooks.store_facts(func, False)) == [
+        "A i=[4, 14) in bounds",
+        "A k=[5, 16) in bounds",
+    ]
+
+
+def test_analyzer_knows_loops_blocks_binds_and_conditions_when_asked():
+    """Bindings reach the analyzer lazily, but always before a question is answered."""
+
+    @T.prim_func(s_tir=True)
+    def func(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in range(16):
+            with T.sblock("b"):
+                vi = T.axis.spatial(16, i)
+                x = T.bind(vi - 8)
+                if vi >= 8:
+                    A[x] = T.float32(0)
+                B[x] = T.float32(0)
+
+    assert list(hooks.store_facts(func, False)) == [
+        "A i=[0, 16) in bounds",
+        "B i=[0, 16) unproven",
+    ]
+
+
+def test_fresh_analyzer_between_top_level_statements_keeps_top_level_binds():
+    """forget_finished_scopes: finished loops are forgotten, top-level Binds are replayed."""
+    loops = "\n".join(
+        f"    for i{k} in range(4):\n        A[i{k}] = T.float32(0)" for k in range(70)
+    )
+    source = (
+        "@T.prim_func\n"
+        "def func(A: T.Buffer((8,), 'float32'), n: T.int32):\n"
+        "    x = T.bind(T.max(T.min(n, 7), 0))\n"
+        f"{loops}\n"
+        "    for j in range(2):\n"
+        "        A[x] = T.float32(1)\n"
+    )
+    func = tvm.script.from_source(source)
+    for forget in (False, True):
+        facts = list(hooks.store_facts(func, forget))
+        assert facts[-1] == "A j=[0, 2) in bounds"
+        assert all(f.endswith("in bounds") for f in facts)

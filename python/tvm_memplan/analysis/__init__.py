@@ -13,9 +13,11 @@ from .allocation_plan import AllocationDecision, allocation_plan, placement_coun
 __all__ = [
     "Allocation",
     "AllocationDecision",
+    "CompactedRegion",
     "InplaceCandidate",
     "allocation_plan",
     "allocation_summary",
+    "compacted_regions",
     "inplace_candidates",
     "placement_counts",
     "total_bytes",
@@ -133,4 +135,80 @@ def inplace_candidates(
             reason=str(r["reason"]),
         )
         for r in _ffi_api.inplace_candidates(func, mod, options)
+    ]
+
+
+@dataclass(frozen=True)
+class CompactedRegion:
+    """What CompactBufferAllocation does to one allocated buffer.
+
+    ``shape`` is the compacted shape and ``offset`` what is subtracted from each index (both
+    equal the original shape and zeros when the buffer stays as it is, and ``reason`` says
+    why). ``strides`` come from ``buffer_dim_align`` annotations (empty: row-major).
+    ``views`` names the ``decl_buffer`` views compacted with the buffer; ``notes`` lists
+    dimensions that keep their original extent although others compact.
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    original_shape: tuple
+    shape: tuple
+    offset: tuple
+    original_strides: tuple = ()
+    strides: tuple = ()
+    views: tuple = ()
+    reason: str | None = None
+    notes: tuple = ()
+
+    @property
+    def compacted(self) -> bool:
+        return self.reason is None
+
+    @property
+    def original_bytes(self) -> int | None:
+        """Bytes of the allocation as it is (None when its shape is symbolic)."""
+        return _allocated_bytes(self.original_shape, self.original_strides, self.dtype)
+
+    @property
+    def compacted_bytes(self) -> int | None:
+        """Bytes after compaction (None when the compacted shape is symbolic)."""
+        return _allocated_bytes(self.shape, self.strides, self.dtype)
+
+
+def _allocated_bytes(shape: tuple, strides: tuple, dtype: str) -> int | None:
+    values = (*shape, *strides)
+    if not all(isinstance(v, int) for v in values):
+        return None
+    if strides:
+        elements = (
+            0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
+        )
+    else:
+        elements = 1
+        for n in shape:
+            elements *= n
+    dt = tvm.DataType(dtype)
+    return (elements * dt.bits * dt.lanes + 7) // 8
+
+
+def compacted_regions(func: tvm.tirx.PrimFunc, is_strict: bool = True) -> list[CompactedRegion]:
+    """The region analysis of CompactBufferAllocation, one record per allocated buffer."""
+    if not isinstance(func, tvm.tirx.PrimFunc):
+        raise TypeError(f"compacted_regions expects a tvm.tirx.PrimFunc, got {type(func).__name__}")
+    return [
+        CompactedRegion(
+            name=str(r["name"]),
+            kind=str(r["kind"]),
+            dtype=str(r["dtype"]),
+            original_shape=_shape(r["original_shape"]),
+            shape=_shape(r["shape"]),
+            offset=_shape(r["offset"]),
+            original_strides=_shape(r["original_strides"]),
+            strides=_shape(r["strides"]),
+            views=tuple(str(v) for v in r["views"]),
+            reason=None if r["reason"] is None else str(r["reason"]),
+            notes=tuple(str(n) for n in r["notes"]),
+        )
+        for r in _ffi_api.compacted_regions(func, bool(is_strict))
     ]

@@ -349,3 +349,14 @@ def random_kernel(seed: int, scopes=("global", "local", "global.workspace", "glo
     lines.append(f"        A[i] = A[i] + {terms}")
     func = tvm.script.from_source("\n".join(lines))
     return func, [(scope, n * _RANDOM_KERNEL_DTYPES[dtype]) for _, dtype, n, scope in buffers]
+
+
+# ---- compaction ---------------------------------------------------------------------------
+
+
+def allocated_bytes(func: tvm.tirx.PrimFunc) -> int | None:
+    """Bytes of every buffer `func` allocates, strides included; None if any is symbolic."""
+    from ..analysis import compacted_regions
+
+    sizes = [r.original_bytes for r in compacted_regions(func)]
+    return None if any(s is None for s in sizes) else sum(sizes)

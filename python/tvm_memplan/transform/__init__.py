@@ -1,5 +1,6 @@
 """Passes of the C++ core, as ordinary ``tvm.transform.Pass`` objects."""
 
+from .compact_buffer_allocation import CompactBufferAllocation
 from .dataflow_use_inplace_calls import (
     DataflowUseInplaceCalls,
     InplaceOptions,
@@ -10,6 +11,7 @@ from .lower_tvm_builtin import LowerTVMBuiltin
 from .tag_allocation_placement import TagAllocationPlacement
 
 __all__ = [
+    "CompactBufferAllocation",
     "DataflowUseInplaceCalls",
     "InplaceOptions",
     "InplaceStats",

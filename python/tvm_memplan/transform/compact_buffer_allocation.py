@@ -1,0 +1,28 @@
+"""CompactBufferAllocation v2 (C++: src_cpp/tir/compact_buffers.{h,cc})."""
+
+from __future__ import annotations
+
+import tvm
+
+from . import _ffi_api
+
+
+def CompactBufferAllocation(is_strict: bool = True) -> tvm.transform.Pass:
+    """Shrink every buffer a PrimFunc allocates to the box its accesses cover.
+
+    A drop-in replacement for ``tvm.s_tir.transform.CompactBufferAllocation`` that works on
+    block TIR and on lowered TIR, compacts views declared with ``T.decl_buffer(data=B.data)``
+    together with their buffer, ignores accesses under provably false conditions, and bounds
+    loop-dependent extents by the tightest constant it can prove. Buffers whose memory escapes
+    (``B.data`` used opaquely, reinterpreting views) stay as they are;
+    ``tvm_memplan.analysis.compacted_regions`` tells why.
+
+    Parameters
+    ----------
+    is_strict : bool
+        Never let a compacted extent exceed the original one (the default), or size each
+        dimension exactly to what the accesses cover, which may be larger.
+    """
+    if not isinstance(is_strict, bool):
+        raise TypeError(f"is_strict must be a bool, got {type(is_strict).__name__}")
+    return _ffi_api.CompactBufferAllocation(is_strict)

@@ -1,0 +1,111 @@
+/*!
+ * \file tir/compact_buffers.cc
+ * \brief The rewrite of CompactBufferAllocation and its pass registration.
+ */
+#include "tir/compact_buffers.h"
+
+#include <tvm/ffi/reflection/registry.h>
+
+#include <unordered_map>
+#include <utility>
+
+#include "ir/pass.h"
+#include "ir/rewriter.h"
+
+namespace tvm_memplan {
+namespace tir {
+
+using namespace ir;
+
+namespace {
+
+/*! \brief The compacted buffer that replaces an original (allocation or view). */
+struct Replacement {
+  Buffer buffer;
+  /*! \brief Per dimension the offset to subtract; undefined where it is zero. */
+  std::vector<ObjectRef> offset;
+};
+
+Array<ObjectRef> ShiftIndices(const Array<ObjectRef>& indices, const Replacement& r) {
+  Array<ObjectRef> out;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    out.push_back(d < r.offset.size() && r.offset[d].defined() ? Sub(indices[d], r.offset[d])
+                                                               : indices[d]);
+  }
+  return out;
+}
+
+Array<ObjectRef> ShiftRegion(const Array<ObjectRef>& region, const Replacement& r) {
+  Array<ObjectRef> out;
+  for (size_t d = 0; d < region.size(); ++d) {
+    if (d < r.offset.size() && r.offset[d].defined()) {
+      ObjectRef min = schema::field::Range_min.Get<ObjectRef>(region[d]);
+      ObjectRef extent = schema::field::Range_extent.Get<ObjectRef>(region[d]);
+      out.push_back(MakeRange(Sub(min, r.offset[d]), extent));
+    } else {
+      out.push_back(region[d]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PrimFunc CompactBufferAllocation(const PrimFunc& func, const CompactionOptions& options) {
+  std::vector<CompactedRegion> regions = AnalyzeCompaction(func, options);
+  // Keyed by the new buffer var: hooks see nodes after their vars were remapped.
+  std::unordered_map<const Object*, Replacement> by_new_buffer;
+  Rewriter rewriter;
+  for (const CompactedRegion& region : regions) {
+    if (!region.rewritten()) continue;
+    auto replace = [&](const Buffer& original, const Buffer& compacted,
+                       const Array<ObjectRef>& offsets) {
+      std::vector<ObjectRef> offset;
+      for (const ObjectRef& o : offsets) {
+        std::optional<int64_t> c = AsConstInt(o);
+        offset.push_back(c && *c == 0 ? ObjectRef() : o);
+      }
+      rewriter.RemapVar(original.ref(), compacted.ref());
+      by_new_buffer.emplace(compacted.get(), Replacement{compacted, std::move(offset)});
+    };
+    replace(region.buffer, *region.new_buffer, region.offset);
+    for (size_t i = 0; i < region.views.size(); ++i) {
+      replace(region.views[i], region.new_views[i], region.view_offsets[i]);
+    }
+  }
+  if (by_new_buffer.empty()) return func;
+  auto find = [&](const Buffer& buffer) -> const Replacement* {
+    auto it = by_new_buffer.find(buffer.get());
+    return it == by_new_buffer.end() ? nullptr : &it->second;
+  };
+  rewriter.PostOrder<BufferStore>([&](const BufferStore& store) -> ObjectRef {
+    const Replacement* r = find(store.buffer());
+    return r ? store.WithAccess(store.buffer(), ShiftIndices(store.indices(), *r)).ref()
+             : store.ref();
+  });
+  rewriter.PostOrder<BufferLoad>([&](const BufferLoad& load) -> ObjectRef {
+    const Replacement* r = find(load.buffer());
+    return r ? load.WithAccess(load.buffer(), ShiftIndices(load.indices(), *r)).ref() : load.ref();
+  });
+  // Block read/write regions and match_buffer sources.
+  rewriter.PostOrder<BufferRegion>([&](const BufferRegion& region) -> ObjectRef {
+    const Replacement* r = find(region.buffer());
+    return r ? region.WithRegion(ShiftRegion(region.region(), *r)).ref() : region.ref();
+  });
+  return PrimFunc(rewriter(func));
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  tvm::ffi::reflection::GlobalDef().def(
+      "tvm_memplan.transform.CompactBufferAllocation", [](bool is_strict) {
+        CompactionOptions options;
+        options.is_strict = is_strict;
+        return MakePrimFuncPass("tvm_memplan.CompactBufferAllocation", 0,
+                                [options](PrimFunc func, IRModule, ObjectRef) {
+                                  return CompactBufferAllocation(func, options);
+                                });
+      });
+}
+
+}  // namespace tir
+}  // namespace tvm_memplan
