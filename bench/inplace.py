@@ -1,6 +1,6 @@
 """In-place Relax calls: tvm_memplan's DataflowUseInplaceCalls against TVM's, in one process.
 
-For every model of the zoo (bench/models.py) and three variants (no in-place pass, TVM's
+For every model of the zoo (tvm_memplan.examples.models) and three variants (no in-place pass, TVM's
 stock pass, ours) it prints:
 
 - conversions: bindings rewritten to ``R.call_tir_inplace``;
@@ -22,18 +22,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import tvm
 from tvm import relax
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import models  # noqa: E402
-
-import tvm_memplan  # noqa: E402
-from tvm_memplan.testing import planned_bytes, relax_inputs, relax_vm, run_relax  # noqa: E402
+import tvm_memplan
+from tvm_memplan.examples import models
+from tvm_memplan.testing import planned_bytes, relax_inputs, relax_vm, run_relax
 
 
 def count_calls(mod: tvm.IRModule, op_name: str) -> int:

@@ -26,12 +26,6 @@ namespace {
 
 /*! \brief Annotation marking the allocations step 2 annotated, so step 4 can find them. */
 constexpr const char* kPlacementMarker = "tvm_memplan.placement";
-/*!
- * \brief TVM's LowerTVMBuiltin keeps a "global" allocation on the CPU stack when its constant
- *        size is below this (runtime::kMaxStackAlloca); workspace decisions below it need a scope
- *        TVM's rule does not keep.
- */
-constexpr int64_t kStockMaxStackAlloca = 1024;
 constexpr const char* kGlobalScope = "global";
 constexpr const char* kWorkspaceScope = "global.workspace";
 

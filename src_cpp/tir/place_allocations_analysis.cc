@@ -135,11 +135,18 @@ class Decider {
 
   AllocationDecision Decide(const AllocationSite& site) const {
     const Buffer& buffer = site.buffer;
-    AllocationDecision d{
-        buffer, site.node, buffer.scope(),    AllocationBytes(buffer), Placement::kStock,
-        "",     false,     site.has_device_id};
+    AllocationDecision d{buffer,
+                         site.node,
+                         buffer.scope(),
+                         AllocationBytes(buffer),
+                         Placement::kStock,
+                         Placement::kStock,
+                         "",
+                         false,
+                         site.has_device_id};
     if (d.scope.empty()) d.scope = kGlobalScope;
     const std::string& scope = d.scope;
+    d.stock_placement = StockPlacement(site, d);
     if (!site.device_type) {
       return With(d, Placement::kStock, "device unknown (no target, no device_type attribute)");
     }
@@ -174,6 +181,16 @@ class Decider {
   }
 
  private:
+  /*! \brief TVM's own rule, for comparison: only small constant "global" CPU buffers stack. */
+  static Placement StockPlacement(const AllocationSite& site, const AllocationDecision& d) {
+    if (!site.device_type || *site.device_type != kDLCPU || IsScalableVector(d.buffer.dtype())) {
+      return Placement::kStock;
+    }
+    if (WantsUnlowered(site, d.scope)) return Placement::kUnlowered;
+    bool small = d.bytes && *d.bytes > 0 && *d.bytes < kStockMaxStackAlloca;
+    return d.scope == kGlobalScope && small ? Placement::kStack : Placement::kWorkspace;
+  }
+
   static AllocationDecision With(AllocationDecision d, Placement placement, std::string reason) {
     d.placement = placement;
     d.reason = std::move(reason);
@@ -249,6 +266,7 @@ Map<String, Any> ToFFI(const std::string& function, const AllocationDecision& d)
   out.Set("shape", d.buffer.shape());
   out.Set("bytes", d.bytes ? Any(*d.bytes) : Any());
   out.Set("placement", String(PlacementName(d.placement)));
+  out.Set("stock_placement", String(PlacementName(d.stock_placement)));
   out.Set("reason", String(d.reason));
   return out;
 }

@@ -61,6 +61,12 @@ const char* PlacementName(Placement placement);
  */
 inline constexpr const char* kUnloweredScope = "global.memplan_unlowered";
 
+/*!
+ * \brief TVM's own LowerTVMBuiltin keeps a CPU allocation of scope exactly "global" on the stack
+ *        when its constant size is below this (runtime::kMaxStackAlloca); nothing else.
+ */
+inline constexpr int64_t kStockMaxStackAlloca = 1024;
+
 struct AllocationDecision {
   ir::Buffer buffer;
   /*! \brief The defining AllocBuffer, or the SBlock whose alloc_buffers hold the buffer. */
@@ -70,6 +76,8 @@ struct AllocationDecision {
   /*! \brief Bytes the allocation takes (elements x bytes per element); nullopt when dynamic. */
   std::optional<int64_t> bytes;
   Placement placement;
+  /*! \brief Where TVM's own LowerTVMBuiltin would put the allocation as written (for reports). */
+  Placement stock_placement;
   /*! \brief Why, in words, naming the limit that decided it and where the limit came from. */
   std::string reason;
   /*! \brief "global.stack": on the stack whatever the limits, never moved by the budget. */

@@ -273,7 +273,29 @@ def test_records_carry_shape_dtype_and_reason():
         nbytes=8,
         placement="stack",
         reason="8 bytes <= max_stack_alloca 1024 (target-kind attribute max_stack_alloca)",
+        stock_placement="workspace",
     )
+
+
+@pytest.mark.parametrize(
+    "nbytes, scope, annotations, expected",
+    [
+        (1023, "global", None, "stack"),
+        (1024, "global", None, "workspace"),  # stock keeps only sizes strictly below 1024
+        (8, "local", None, "workspace"),  # stock stacks scope "global" only
+        (8, "global.stack", None, "workspace"),
+        (8, "global", {"disable_lower_builtin": 1}, "unlowered"),
+    ],
+)
+def test_stock_placement_is_tvms_own_rule(nbytes, scope, annotations, expected):
+    """Each record also says where TVM's own LowerTVMBuiltin would put the buffer."""
+    (d,) = allocation_plan(one_buffer(nbytes, scope, annotations), "llvm")
+    assert d.stock_placement == expected
+
+
+def test_stock_placement_off_the_cpu_is_stock():
+    (d,) = allocation_plan(one_buffer(8), {"kind": "cuda"})
+    assert (d.placement, d.stock_placement) == ("stock", "stock")
 
 
 def test_block_allocations_are_planned_as_written():

@@ -20,7 +20,9 @@ class AllocationDecision:
     ``"workspace"`` (``TVMBackendAllocWorkspace``/``TVMBackendFreeWorkspace``), ``"unlowered"``
     (``disable_lower_builtin``: left as written) or ``"stock"`` (not host CPU memory: lowered by
     TVM's own rule). ``reason`` names the rule and the limit that decided it. ``nbytes`` is None
-    when the size is not a compile-time constant.
+    when the size is not a compile-time constant. ``stock_placement`` is where TVM's own
+    LowerTVMBuiltin would put the allocation as written (only constant "global" CPU buffers
+    under 1024 bytes go on its stack), for comparison.
     """
 
     function: str | None
@@ -32,6 +34,7 @@ class AllocationDecision:
     nbytes: int | None
     placement: str
     reason: str
+    stock_placement: str
 
 
 def _shape(extents) -> tuple:
@@ -65,6 +68,7 @@ def allocation_plan(mod_or_func, target=None) -> list[AllocationDecision]:
             nbytes=None if r["bytes"] is None else int(r["bytes"]),
             placement=str(r["placement"]),
             reason=str(r["reason"]),
+            stock_placement=str(r["stock_placement"]),
         )
         for r in _ffi_api.allocation_plan(mod_or_func, target)
     ]
