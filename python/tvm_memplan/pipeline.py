@@ -1,10 +1,16 @@
-"""The ``"memplan"`` TIR pipeline: TVM's ``"s_tir"`` pipeline with tvm-memplan's passes in place of
-the stock ones they improve.
+"""The ``"memplan"`` pipelines: TVM's own pipelines with tvm-memplan's passes in place of the
+stock ones they improve.
 
-    import tvm_memplan  # registers the pipeline
-    lib = tvm.compile(mod, target="c", tir_pipeline="memplan")
+    import tvm_memplan  # registers both pipelines
+    lib = tvm.compile(mod, target="c", tir_pipeline="memplan", relax_pipeline="memplan")
+    lib = tvm_memplan.compile(mod, target="c")  # the same
 
-The pipeline is built from the stock factory, not from a copy of its pass list: while the stock
+TIR (``tir_pipeline="memplan"``): TVM's ``"s_tir"`` pipeline with our CompactBufferAllocation,
+placement tagging before StorageRewrite, and our LowerTVMBuiltin in the host finalization.
+Relax (``relax_pipeline="memplan"``): our DataflowUseInplaceCalls (it must run before
+LegalizeOps), then the Relax pipeline ``tvm.compile`` would have run for the target.
+
+The TIR pipeline is built from the stock factory, not from a copy of its pass list: while the stock
 pipeline runs, the pass constructors listed in ``MAIN_SUBSTITUTIONS`` and
 ``HOST_FINALIZE_SUBSTITUTIONS`` return our passes instead (only on the compiling thread; TVM's
 module attributes are restored afterwards). A substitution that never happens is an error, so a
@@ -31,7 +37,9 @@ __all__ = [
     "PIPELINE_NAME",
     "STOCK_PIPELINE",
     "Substitution",
+    "compile",
     "memplan_pipeline",
+    "memplan_relax_pipeline",
 ]
 
 PIPELINE_NAME = "memplan"
@@ -63,9 +71,13 @@ def _before_storage_rewrite(stock_storage_rewrite):
     )
 
 
-# The passes of the main pipeline that "memplan" replaces. (Issue 3 adds CompactBufferAllocation:
-# Substitution(tvm.s_tir.transform, "CompactBufferAllocation", ...).)
+# The passes of the main pipeline that "memplan" replaces.
 MAIN_SUBSTITUTIONS: tuple[Substitution, ...] = (
+    Substitution(
+        tvm.s_tir.transform,
+        "CompactBufferAllocation",
+        lambda stock, is_strict=True: transform.CompactBufferAllocation(is_strict=is_strict),
+    ),
     Substitution(
         tvm.tirx.transform,
         "StorageRewrite",
@@ -161,3 +173,41 @@ def memplan_pipeline(**kwargs):
 
 
 tvm.tirx.register_tir_pipeline(PIPELINE_NAME, memplan_pipeline)
+
+
+# ---- Relax --------------------------------------------------------------------------------------
+
+
+def _stock_relax_pipeline(target: tvm.target.Target | None) -> tvm.transform.Pass:
+    # What relax.build runs for relax_pipeline="default": the target's own pipeline on GPUs (it
+    # schedules the TIR it creates), TVM's generic build pipeline otherwise.
+    if target is not None and "gpu" in target.keys:
+        try:
+            return tvm.relax.get_default_pipeline(target)
+        except (ValueError, AttributeError):
+            pass
+    return tvm.relax.get_pipeline("default")
+
+
+@tvm.relax.register_pipeline(PIPELINE_NAME)
+def memplan_relax_pipeline() -> tvm.transform.Pass:
+    """The Relax pipeline registered as ``"memplan"``: in-place calls, then the default."""
+
+    @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanRelaxPipeline")
+    def relax_pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        mod = transform.DataflowUseInplaceCalls()(mod)
+        return _stock_relax_pipeline(tvm.target.Target.current(allow_none=True))(mod)
+
+    return relax_pipeline
+
+
+def compile(mod, target=None, **kwargs):  # noqa: A001  (mirrors tvm.compile)
+    """``tvm.compile`` with both ``"memplan"`` pipelines (other arguments pass through)."""
+    for option in ("tir_pipeline", "relax_pipeline"):
+        if option in kwargs:
+            raise TypeError(
+                f"tvm_memplan.compile selects {option} itself; call tvm.compile to choose another"
+            )
+    return tvm.compile(
+        mod, target=target, tir_pipeline=PIPELINE_NAME, relax_pipeline=PIPELINE_NAME, **kwargs
+    )
