@@ -28,8 +28,9 @@ import tvm
 from tvm import relax
 
 import tvm_memplan
+from tvm_memplan.analysis import planned_storage
 from tvm_memplan.examples import models
-from tvm_memplan.testing import planned_bytes, relax_inputs, relax_vm, run_relax
+from tvm_memplan.testing import relax_inputs, relax_vm, run_relax
 
 
 def count_calls(mod: tvm.IRModule, op_name: str) -> int:
@@ -95,8 +96,8 @@ def main() -> int:
         mod, func_name = build()
         rewritten = {key: variant(mod) for key, variant in variants.items()}
         conversions = {k: count_calls(m, "relax.call_tir_inplace") for k, m in rewritten.items()}
-        sizes = {k: planned_bytes(m) for k, m in rewritten.items()}
-        totals = {k: sum(v) for k, v in sizes.items()}
+        sizes = {k: planned_storage(m) for k, m in rewritten.items()}
+        totals = {k: v.total_bytes for k, v in sizes.items()}
         calls = len(tvm_memplan.analysis.inplace_candidates(mod[func_name], mod))
 
         identical = identical_results(list(rewritten.values()), func_name)
@@ -107,8 +108,7 @@ def main() -> int:
         never_more_bytes = never_more_bytes and totals["ours"] <= min(totals.values())
 
         def fmt(key, sizes=sizes):
-            storage, outputs = sizes[key]
-            return f"{storage:>7}+{outputs:<6}"
+            return f"{sizes[key].storage_bytes:>7}+{sizes[key].output_bytes:<6}"
 
         print(
             f"{name:<18} {calls:>5} | {conversions['stock']:>8} {conversions['ours']:>8} | "

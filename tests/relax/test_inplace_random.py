@@ -4,8 +4,8 @@ the model of StaticPlanBlockMemory it relies on predicts TVM's planner exactly."
 import pytest
 from random_relax import random_module
 
-from tvm_memplan.analysis import inplace_candidates
-from tvm_memplan.testing import assert_same_relax_results, inplace_modelled_bytes, planned_bytes
+from tvm_memplan.analysis import inplace_candidates, planned_storage
+from tvm_memplan.testing import assert_same_relax_results, inplace_modelled_bytes
 from tvm_memplan.transform import DataflowUseInplaceCalls, use_inplace_calls
 
 SEEDS = range(24)
@@ -37,4 +37,4 @@ def test_memory_model_matches_the_planner(seed, memory_aware):
         for d in inplace_candidates(mod["main"], mod, memory_aware=memory_aware)
         if d.inplace
     ]
-    assert inplace_modelled_bytes(mod["main"], mod, chosen) == sum(planned_bytes(after))
+    assert inplace_modelled_bytes(mod["main"], mod, chosen) == planned_storage(after).total_bytes

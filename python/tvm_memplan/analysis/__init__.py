@@ -9,17 +9,20 @@ import tvm
 from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
+from .planned_storage import PlannedStorage, planned_storage
 
 __all__ = [
     "Allocation",
     "AllocationDecision",
     "CompactedRegion",
     "InplaceCandidate",
+    "PlannedStorage",
     "allocation_plan",
     "allocation_summary",
     "compacted_regions",
     "inplace_candidates",
     "placement_counts",
+    "planned_storage",
     "total_bytes",
 ]
 

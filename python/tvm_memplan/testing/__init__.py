@@ -12,6 +12,7 @@ import tvm
 import tvm_ffi
 
 from .. import _lib  # noqa: F401  (the library must be loaded before its functions are bound)
+from ..instrument import capture
 
 tvm_ffi.init_ffi_api("tvm_memplan.testing", __name__)
 
@@ -167,43 +168,6 @@ def assert_same_relax_results(
     return expected
 
 
-# ---- memory planning -------------------------------------------------------------------------
-
-_PLANNER = "StaticPlanBlockMemory"
-
-
-def after_default_planning(mod: tvm.IRModule, target: str = "llvm") -> tvm.IRModule:
-    """The module as StaticPlanBlockMemory leaves it when TVM's default Relax build pipeline
-    (``relax.get_pipeline("default")``, what ``tvm.compile`` runs) transforms ``mod``."""
-    with tvm.target.Target(target):
-        return _capture_pass_ir(
-            lambda: tvm.relax.get_pipeline("default")(mod), _PLANNER, after=True, config=None
-        )
-
-
-def planned_bytes(mod: tvm.IRModule, target: str = "llvm") -> tuple[int, int]:
-    """``(storage, outputs)`` bytes a module allocates after TVM's default build up to memory
-    planning: ``R.memory.alloc_storage`` (planned storage) and ``R.builtin.alloc_tensor``
-    (tensors the planner leaves alone, such as the function's outputs)."""
-    planned = after_default_planning(mod, target)
-    storage = outputs = 0
-
-    def visit(node):
-        nonlocal storage, outputs
-        if not (isinstance(node, tvm.relax.Call) and isinstance(node.op, tvm.ir.Op)):
-            return
-        if node.op.name == "relax.memory.alloc_storage":
-            storage += int(node.args[0].values[0])
-        elif node.op.name == "relax.builtin.alloc_tensor":
-            elements = int(np.prod([int(v) for v in node.args[0].values]))
-            outputs += elements * tvm.runtime.DataType(node.args[1].value).bits // 8
-
-    for func in planned.functions.values():
-        if isinstance(func, tvm.relax.Function):
-            tvm.relax.analysis.post_order_visit(func, visit)
-    return storage, outputs
-
-
 # ---- allocation placement -----------------------------------------------------------------
 
 
@@ -262,29 +226,6 @@ def compile_and_run(
     return [t.numpy() for t in tensors], lib
 
 
-def _capture_pass_ir(run, pass_name: str, *, after: bool, config: dict | None) -> tvm.IRModule:
-    """Call ``run()`` under a PassContext (with ``config``) that records the module handed to
-    the pass named ``pass_name`` (or, with ``after``, the module it returns); returns the last
-    one recorded."""
-    captured = []
-
-    @tvm.instrument.pass_instrument
-    class Capture:
-        def run_before_pass(self, ir, info):
-            if not after and info.name == pass_name:
-                captured.append(ir)
-
-        def run_after_pass(self, ir, info):
-            if after and info.name == pass_name:
-                captured.append(ir)
-
-    with tvm.transform.PassContext(config=config or {}, instruments=[Capture()]):
-        run()
-    if not captured:
-        raise ValueError(f"no pass named {pass_name} ran")
-    return captured[-1]
-
-
 def capture_ir(
     func_or_mod,
     pass_name: str,
@@ -299,12 +240,8 @@ def capture_ir(
     mod = func_or_mod
     if isinstance(mod, tvm.tirx.PrimFunc):
         mod = tvm.IRModule({"main": _named(mod)})
-    return _capture_pass_ir(
-        lambda: tvm.compile(mod, target=target, tir_pipeline=tir_pipeline),
-        pass_name,
-        after=after,
-        config=config,
-    )
+    run = lambda: tvm.compile(mod, target=target, tir_pipeline=tir_pipeline)  # noqa: E731
+    return capture(run, [pass_name], after=after, config=config)[pass_name]
 
 
 _C_ARRAY = re.compile(r"^\s*[A-Za-z_][\w ]*?\b(\w+)\[(\d+)\];\s*$", re.MULTILINE)
