@@ -151,7 +151,10 @@ int64_t OpLegalizer::OpPattern(const LegalizedCall& legal) {
 bool OpLegalizer::HasReshapePattern(const PrimFunc& prim_func) {
   auto it = reshape_patterns_.find(prim_func.get());
   if (it != reshape_patterns_.end()) return it->second;
-  bool reshape = schema::func::HasReshapePattern(prim_func.ref()).cast<bool>();
+  // TVM's analysis only reads block TIR (it aborts on lowered TIR); a lowered PrimFunc may move
+  // data anywhere, so it counts as a possible reshape.
+  bool reshape = !Is<SBlockRealize>(prim_func.body()) ||
+                 schema::func::HasReshapePattern(prim_func.ref()).cast<bool>();
   keep_alive_.push_back(prim_func.ref());
   reshape_patterns_.emplace(prim_func.get(), reshape);
   return reshape;

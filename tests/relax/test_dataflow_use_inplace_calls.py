@@ -1065,6 +1065,36 @@ def test_call_in_the_result_expression_is_left_alone():
     tvm.ir.assert_structural_equal(DataflowUseInplaceCalls()(mod), mod)
 
 
+@I.ir_module
+class CallOfLoweredPrimFunc:
+    @T.prim_func(private=True)
+    def shift(X: T.Buffer((4,), "float32"), Y: T.Buffer((4,), "float32")):
+        for i in range(4):
+            Y[i] = X[(i + 1) % 4]
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        cls = CallOfLoweredPrimFunc
+        with R.dataflow():
+            a = R.exp(x)
+            s = R.call_tir(cls.shift, (a,), out_ty=R.Tensor((4,), "float32"))
+            b = R.add(s, s)
+            c = R.multiply(b, a)
+            R.output(c)
+        return c
+
+
+def test_call_tir_of_lowered_tir_counts_as_a_possible_view():
+    """TVM's reshape detection only reads block TIR (it aborts on lowered TIR); a call_tir of
+    lowered TIR may return a view of its argument, so `s` is not overwritten while `a` is read
+    later, and the analysis answers instead of failing."""
+    decisions = {
+        c.binding: c
+        for c in inplace_candidates(CallOfLoweredPrimFunc["main"], CallOfLoweredPrimFunc)
+    }
+    assert not decisions["b"].inplace
+
+
 def test_stats_and_idempotence():
     mod = TestElementwiseChain.before
     once, stats = use_inplace_calls(mod)
