@@ -3,4 +3,4 @@
 from pathlib import Path
 
 EXAMPLES_DIR = Path(__file__).resolve().parent
-DEFAULT_EXAMPLE = EXAMPLES_DIR / "tiled_matmul.py"
+DEFAULT_EXAMPLE = EXAMPLES_DIR / "tiled_model.py"
