@@ -1,4 +1,5 @@
-"""Stack vs workspace placement: tvm_memplan's LowerTVMBuiltin against TVM's, in one process.
+"""LowerTVMBuiltin, tvm_memplan's pass against TVM's in one process: the run time of kernels
+whose temporaries ours keeps on the stack where TVM's uses the workspace, and the pass time.
 
 1. Runtime of kernels with many small temporaries, compiled with the stock "s_tir" pipeline
    (TVM's rule: only "global" below 1024 bytes on the stack) and with the "memplan" pipeline
@@ -139,7 +140,7 @@ def pass_time_table(quick: bool) -> list[tuple]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and sizes")
     args = parser.parse_args()
 

@@ -1,4 +1,5 @@
-"""In-place Relax calls: tvm_memplan's DataflowUseInplaceCalls against TVM's, in one process.
+"""DataflowUseInplaceCalls, tvm_memplan's pass against TVM's in one process: in-place
+conversions, planned bytes and identical results on every model of the zoo, and the pass time.
 
 For every model of the zoo (tvm_memplan.examples.models) and three variants (no in-place pass, TVM's
 stock pass, ours) it prints:
@@ -14,7 +15,7 @@ stock pass, ours) it prints:
 then the time of both passes on a large generated model (a deep transformer stack) as a
 ratio ours / stock.
 
-    python bench/inplace.py [--depth 24] [--repeat 5]
+    python bench/inplace.py [--depth 24] [--repeat 5] [--quick]
 """
 
 from __future__ import annotations
@@ -67,10 +68,15 @@ def identical_results(mods: list[tvm.IRModule], func_name: str) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--depth", type=int, default=24, help="blocks of the timing model")
-    parser.add_argument("--repeat", type=int, default=5, help="timing repetitions (min kept)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--depth", type=int, help="blocks of the timing model (default 24)")
+    parser.add_argument("--repeat", type=int, help="timing repetitions, min kept (default 5)")
+    parser.add_argument("--quick", action="store_true", help="depth 6 and 2 repetitions if unset")
     args = parser.parse_args()
+    if args.depth is None:
+        args.depth = 6 if args.quick else 24
+    if args.repeat is None:
+        args.repeat = 2 if args.quick else 5
 
     variants = {
         "none": lambda mod: mod,
