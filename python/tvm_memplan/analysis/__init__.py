@@ -8,6 +8,7 @@ import tvm
 
 from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
+from ._records import check_tir, shape_of
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
 from .planned_storage import PlannedStorage, planned_storage
 
@@ -53,27 +54,15 @@ class Allocation:
         return self.kind != "decl_buffer"
 
 
-def _check_ir(func_or_mod, what: str) -> None:
-    if not isinstance(func_or_mod, tvm.tirx.PrimFunc | tvm.IRModule):
-        raise TypeError(
-            f"{what} expects a tvm.tirx.PrimFunc or a tvm.IRModule, "
-            f"got {type(func_or_mod).__name__}"
-        )
-
-
-def _shape(extents) -> tuple:
-    return tuple(int(e) if isinstance(e, tvm.tirx.IntImm) else e for e in extents)
-
-
 def allocation_summary(func_or_mod) -> list[Allocation]:
     """Every buffer a PrimFunc (or each PrimFunc of a module) defines, in definition order."""
-    _check_ir(func_or_mod, "allocation_summary")
+    check_tir(func_or_mod, "allocation_summary")
     return [
         Allocation(
             function=str(r["function"]) or None,
             name=str(r["name"]),
             kind=str(r["kind"]),
-            shape=_shape(r["shape"]),
+            shape=shape_of(r["shape"]),
             dtype=str(r["dtype"]),
             scope=str(r["scope"]),
             size_bytes=None if r["size_bytes"] is None else int(r["size_bytes"]),
@@ -204,11 +193,11 @@ def compacted_regions(func: tvm.tirx.PrimFunc, is_strict: bool = True) -> list[C
             name=str(r["name"]),
             kind=str(r["kind"]),
             dtype=str(r["dtype"]),
-            original_shape=_shape(r["original_shape"]),
-            shape=_shape(r["shape"]),
-            offset=_shape(r["offset"]),
-            original_strides=_shape(r["original_strides"]),
-            strides=_shape(r["strides"]),
+            original_shape=shape_of(r["original_shape"]),
+            shape=shape_of(r["shape"]),
+            offset=shape_of(r["offset"]),
+            original_strides=shape_of(r["original_strides"]),
+            strides=shape_of(r["strides"]),
             views=tuple(str(v) for v in r["views"]),
             reason=None if r["reason"] is None else str(r["reason"]),
             notes=tuple(str(n) for n in r["notes"]),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import tvm
 
 from . import _ffi_api
+from ._records import check_tir, shape_of
 
 __all__ = ["AllocationDecision", "allocation_plan", "placement_counts"]
 
@@ -37,10 +38,6 @@ class AllocationDecision:
     stock_placement: str
 
 
-def _shape(extents) -> tuple:
-    return tuple(int(e) if isinstance(e, tvm.tirx.IntImm) else e for e in extents)
-
-
 def allocation_plan(mod_or_func, target=None) -> list[AllocationDecision]:
     """The placement of every allocation of a PrimFunc, or of each PrimFunc of a module.
 
@@ -50,11 +47,7 @@ def allocation_plan(mod_or_func, target=None) -> list[AllocationDecision]:
     own ``target`` attribute. Raises ValueError where the pass would (a ``"global.stack"``
     allocation that cannot live on the stack).
     """
-    if not isinstance(mod_or_func, tvm.tirx.PrimFunc | tvm.IRModule):
-        raise TypeError(
-            "allocation_plan expects a tvm.tirx.PrimFunc or a tvm.IRModule, "
-            f"got {type(mod_or_func).__name__}"
-        )
+    check_tir(mod_or_func, "allocation_plan")
     if target is not None and not isinstance(target, tvm.target.Target):
         target = tvm.target.Target(target)
     return [
@@ -64,7 +57,7 @@ def allocation_plan(mod_or_func, target=None) -> list[AllocationDecision]:
             kind=str(r["kind"]),
             scope=str(r["scope"]),
             dtype=str(r["dtype"]),
-            shape=_shape(r["shape"]),
+            shape=shape_of(r["shape"]),
             nbytes=None if r["bytes"] is None else int(r["bytes"]),
             placement=str(r["placement"]),
             reason=str(r["reason"]),
