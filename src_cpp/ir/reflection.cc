@@ -118,6 +118,30 @@ Any FieldKey::Get(const Object* obj) const {
   return result;
 }
 
+const Object* FieldKey::Borrow(const Object* obj) const {
+  constexpr int kInPlace = 1, kThroughGetter = 2;
+  CheckOwner(obj);
+  const TVMFFIFieldInfo* field = info();
+  const char* addr = reinterpret_cast<const char*>(obj) + field->offset;
+  int how = borrow_in_place_.load(std::memory_order_relaxed);
+  if (TVM_FFI_PREDICT_TRUE(how == kInPlace)) return *reinterpret_cast<const Object* const*>(addr);
+  // The getter hands out another reference to the object the field stores; once that reference
+  // is dropped, the field still holds the object.
+  Any value = Get(obj);
+  if (value == nullptr) return nullptr;
+  if (value.type_index() < ffi::TypeIndex::kTVMFFIStaticObjectBegin) {
+    TVM_FFI_THROW(TypeError) << "field `" << owner_.key() << "." << name_ << "` holds a `"
+                             << value.GetTypeKey() << "`, not an object";
+  }
+  const Object* held = value.as<Object>();
+  if (how == 0) {
+    bool in_place = field->size == sizeof(const Object*) &&
+                    *reinterpret_cast<const Object* const*>(addr) == held;
+    borrow_in_place_.store(in_place ? kInPlace : kThroughGetter, std::memory_order_relaxed);
+  }
+  return held;
+}
+
 void FieldKey::SetOnFresh(Object* obj, AnyView value) const {
   CheckOwner(obj);
   const TVMFFIFieldInfo* field = info();

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace tvm_memplan {
@@ -99,10 +100,23 @@ class FieldKey {
 
   /*! \brief Read the field of `obj`, which must be an instance of the owner type. */
   Any Get(const Object* obj) const;
+  /*!
+   * \brief The object the field of `obj` holds, without taking a reference: valid as long as
+   *        `obj` holds it. nullptr for None; a TypeError for a field that holds no object.
+   *        For walks that only look: a field stored as an object pointer is read in place, with
+   *        no call and no reference counting.
+   */
+  const Object* Borrow(const Object* obj) const;
   Any Get(const ObjectRef& obj) const { return Get(obj.get()); }
   template <typename T>
   T Get(const ObjectRef& obj) const {
-    return Cast<T>(Get(obj.get()));
+    if constexpr (std::is_same_v<T, ObjectRef>) {
+      // The common case, without the getter's call and the Any round trip.
+      const Object* held = Borrow(obj.get());
+      return held ? ffi::GetRef<ObjectRef>(held) : ObjectRef();
+    } else {
+      return Cast<T>(Get(obj.get()));
+    }
   }
 
   /*!
@@ -119,6 +133,12 @@ class FieldKey {
   const TypeKey& owner_;
   const char* name_;
   mutable std::atomic<const TVMFFIFieldInfo*> info_{nullptr};
+  /*!
+   * \brief Whether the field is stored as an object pointer, so Borrow can read it in place:
+   *        learnt from the first non-null value (the getter's object must be the pointer
+   *        stored there). 0: not known yet, 1: yes, 2: no.
+   */
+  mutable std::atomic<int> borrow_in_place_{0};
 };
 
 /*! \brief A global function registered by TVM, looked up on first call. */
@@ -197,6 +217,10 @@ ObjectRef WithFields(const ObjectRef& node, std::initializer_list<FieldUpdate> u
 // ------------------------------------------------------------------------------------------
 template <typename T>
 T FieldKey::Cast(Any value) const {
+  // The stored type first: moved out, no reference count taken.
+  if constexpr (ffi::TypeTraits<T>::storage_enabled) {
+    if (auto stored = std::move(value).template as<T>()) return *std::move(stored);
+  }
   if (auto typed = value.try_cast<T>()) return *std::move(typed);
   TVM_FFI_THROW(TypeError) << "field `" << owner_.key() << "." << name_
                            << "` holds an unexpected value of type `" << value.GetTypeKey()

@@ -39,14 +39,15 @@ class Rewriter {
   /*! \brief Run `hook` on every node viewable as `View`, after its children. */
   template <typename View, typename F>
   Rewriter& PostOrder(F hook) {
-    hooks_.emplace_back(&View::Matches,
-                        [hook](const ObjectRef& node) -> ObjectRef { return hook(View(node)); });
+    AddHook(&View::Type(), &View::Matches,
+            [hook](const ObjectRef& node) -> ObjectRef { return hook(View(node)); });
     return *this;
   }
 
   /*!
    * \brief Do not descend into expressions: for hooks on statements only, which then cost a walk
-   *        over the statements. Not with RemapVar (the uses of a var are in expressions).
+   *        over the statements (ForEachChildStmt's). Not with RemapVar (the uses of a var are in
+   *        expressions).
    */
   Rewriter& SkipExpressions();
 
@@ -54,9 +55,26 @@ class Rewriter {
   ObjectRef operator()(const ObjectRef& root) const;
 
  private:
+  static constexpr size_t kMaxHooks = 63;
+  struct PostOrderHook {
+    /*! \brief The view's type: a node of another type never matches, so is never asked. */
+    const TypeKey* type;
+    bool (*matches)(const ObjectRef&);
+    Hook rewrite;
+  };
+  void AddHook(const TypeKey* type, bool (*matches)(const ObjectRef&), Hook rewrite);
+  /*! \brief Bit i: hook i can match nodes of `type_index` (its view's type is an ancestor). */
+  uint64_t HooksFor(int32_t type_index) const;
+  /*! \brief The hooks that match, in the order they were added, each on the last one's result. */
+  ObjectRef ApplyHooks(ObjectRef node) const;
+  /*! \brief SkipExpressions: from statement to statement, hooks after the child statements. */
+  ObjectRef RewriteStatement(const ObjectRef& stmt) const;
+
   std::unordered_map<const Object*, ObjectRef> var_map_;
   std::vector<ObjectRef> keep_alive_;  // the remapped vars, so their addresses stay unique
-  std::vector<std::pair<bool (*)(const ObjectRef&), Hook>> hooks_;
+  std::vector<PostOrderHook> hooks_;
+  /*! \brief HooksFor by type index, computed on first sight (bit kMaxHooks: computed). */
+  mutable std::vector<uint64_t> hook_masks_;
   bool skip_expressions_ = false;
 };
 

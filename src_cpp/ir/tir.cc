@@ -6,9 +6,16 @@
 #include "ir/tir.h"
 
 #include <tvm/ffi/extra/structural_equal.h>
+#include <tvm/ffi/extra/structural_mutate.h>
+#include <tvm/ffi/extra/structural_visit.h>
 
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/node_kind.h"
 
 namespace tvm_memplan {
 namespace ir {
@@ -32,7 +39,7 @@ std::string Call::op_name() const { return OpName(op()); }
 
 namespace {
 /*! \brief The ir.Op named `name` (a null ref when TVM has none), looked up once per name. */
-ObjectRef OpNamed(const char* name) {
+ObjectRef LookUpOp(const char* name) {
   static std::mutex mutex;
   static std::unordered_map<const char*, ObjectRef> ops;
   std::lock_guard<std::mutex> lock(mutex);
@@ -46,11 +53,25 @@ ObjectRef OpNamed(const char* name) {
   }
   return ops.emplace(name, op).first->second;
 }
+
+/*!
+ * \brief LookUpOp without its lock: passes ask about a handful of operators for every call they
+ *        meet. Ops are never freed (LookUpOp's table holds them), so their addresses are kept.
+ */
+const Object* OpNamed(const char* name) {
+  thread_local std::vector<std::pair<const char*, const Object*>> known;
+  for (const auto& [known_name, op] : known) {
+    if (known_name == name) return op;
+  }
+  const Object* op = LookUpOp(name).get();
+  known.emplace_back(name, op);
+  return op;
+}
 }  // namespace
 
 bool Call::IsOp(const char* name) const {
-  ObjectRef op = OpNamed(name);
-  return op.defined() && this->op().same_as(op);
+  const Object* op = OpNamed(name);
+  return op != nullptr && this->op().get() == op;
 }
 
 Call Call::WithType(const ObjectRef& type) const {
@@ -88,7 +109,7 @@ ObjectRef WithFuncAttr(const ObjectRef& func, const char* key, Any value) {
 // ---- buffers ---------------------------------------------------------------------------------
 
 Buffer::Buffer(ObjectRef var, const char* context) : NodeView(std::move(var), Type(), context) {
-  if (!type::BufferType.IsInstance(field::Expr_ty.Get(ref_))) {
+  if (!type::BufferType.IsInstance(field::Expr_ty.Borrow(ref_.get()))) {
     TVM_FFI_THROW(TypeError) << context << ": `" << name()
                              << "` is a variable, not a buffer (its type is `"
                              << TypeKeyOf(field::Expr_ty.Get<ObjectRef>(ref_)) << "`)";
@@ -96,7 +117,8 @@ Buffer::Buffer(ObjectRef var, const char* context) : NodeView(std::move(var), Ty
 }
 
 bool Buffer::Matches(const ObjectRef& node) {
-  return type::Var.IsInstance(node) && type::BufferType.IsInstance(field::Expr_ty.Get(node));
+  return type::Var.IsInstance(node) &&
+         type::BufferType.IsInstance(field::Expr_ty.Borrow(node.get()));
 }
 
 DLDataType Buffer::dtype() const {
@@ -280,6 +302,11 @@ DeclBuffer DeclBuffer::WithData(const ObjectRef& data) const {
   return DeclBuffer(WithFields(ref_, {{&field::DeclBuffer_data, data}}));
 }
 
+DeclBuffer DeclBuffer::WithBufferAndData(const Buffer& buffer, const ObjectRef& data) const {
+  return DeclBuffer(WithFields(
+      ref_, {{&field::DeclBuffer_buffer, buffer.ref()}, {&field::DeclBuffer_data, data}}));
+}
+
 BufferStore BufferStore::WithAccess(const Buffer& buffer, const Array<ObjectRef>& indices) const {
   return BufferStore(WithFields(
       ref_, {{&field::BufferStore_buffer, buffer.ref()}, {&field::BufferStore_indices, indices}}));
@@ -306,6 +333,10 @@ For For::WithBody(const ObjectRef& body) const {
   return For(WithFields(ref_, {{&field::For_body, body}}));
 }
 
+IfThenElse IfThenElse::WithCondition(const ObjectRef& condition) const {
+  return IfThenElse(WithFields(ref_, {{&field::IfThenElse_condition, condition}}));
+}
+
 ObjectRef MakeEvaluate(const ObjectRef& value) {
   return func::MakeEvaluate(value, nullptr).cast<ObjectRef>();
 }
@@ -326,6 +357,185 @@ AttrStmt::AttrStmt(Any node, const std::string& attr_key, const ObjectRef& value
 
 AttrStmt AttrStmt::WithBody(const ObjectRef& body) const {
   return AttrStmt(WithFields(ref_, {{&field::AttrStmt_body, body}}));
+}
+
+// ---- walking statements ------------------------------------------------------------------------
+
+namespace {
+
+/*! \brief Where a statement type keeps its child statements. */
+enum class StmtShape : uint8_t {
+  kSeq = 1,
+  kFor,
+  kWhile,
+  kAttr,
+  kIf,
+  kBlockRealize,
+  kBlock,
+  /*! \brief Known to hold no statement. */
+  kLeaf,
+  /*! \brief Not known here: searched field by field. */
+  kOther,
+};
+
+StmtShape ComputeStmtShape(int32_t t) {
+  if (type::SeqStmt.IsInstance(t)) return StmtShape::kSeq;
+  if (type::For.IsInstance(t)) return StmtShape::kFor;
+  if (type::While.IsInstance(t)) return StmtShape::kWhile;
+  if (type::AttrStmt.IsInstance(t)) return StmtShape::kAttr;
+  if (type::IfThenElse.IsInstance(t)) return StmtShape::kIf;
+  if (type::SBlockRealize.IsInstance(t)) return StmtShape::kBlockRealize;
+  if (type::SBlock.IsInstance(t)) return StmtShape::kBlock;
+  for (const TypeKey* leaf : {&type::AllocBuffer, &type::DeclBuffer, &type::BufferStore,
+                              &type::Evaluate, &type::Bind, &type::AssertStmt, &type::Return}) {
+    if (leaf->IsInstance(t)) return StmtShape::kLeaf;
+  }
+  return StmtShape::kOther;
+}
+
+StmtShape StmtShapeOf(int32_t t) {
+  constexpr int32_t kTableSize = 1 << 14;
+  static std::atomic<uint8_t> table[kTableSize] = {};
+  if (t < 0 || t >= kTableSize) return ComputeStmtShape(t);
+  uint8_t known = table[t].load(std::memory_order_relaxed);
+  if (TVM_FFI_PREDICT_TRUE(known != 0)) return static_cast<StmtShape>(known);
+  StmtShape shape = ComputeStmtShape(t);
+  table[t].store(static_cast<uint8_t>(shape), std::memory_order_relaxed);
+  return shape;
+}
+
+/*! \brief A new reference to a borrowed object (a null ref for nullptr). */
+ObjectRef Ref(const Object* obj) { return obj ? ffi::GetRef<ObjectRef>(obj) : ObjectRef(); }
+
+/*! \brief The elements of a SeqStmt, borrowed from it. */
+const ffi::ArrayObj& SeqElements(const ObjectRef& seq) {
+  const Object* elements = field::SeqStmt_seq.Borrow(seq.get());
+  if (elements == nullptr || elements->type_index() != ffi::TypeIndex::kTVMFFIArray) {
+    TVM_FFI_THROW(TypeError) << "SeqStmt.seq: expected an array, got `"
+                             << (elements ? TypeKeyOf(elements->type_index()) : "None") << "`";
+  }
+  return *static_cast<const ffi::ArrayObj*>(elements);
+}
+
+/*! \brief Calls `visit` on the statement in `field` of `stmt`, unless it is null. */
+void VisitField(const ObjectRef& stmt, const FieldKey& field,
+                const std::function<void(const ObjectRef&)>& visit) {
+  if (const Object* child = field.Borrow(stmt.get())) visit(Ref(child));
+}
+
+/*! \brief `stmt` with its statement field `field` (unless null) replaced by its rewrite. */
+ObjectRef MapField(const ObjectRef& stmt, const FieldKey& field,
+                   const std::function<ObjectRef(const ObjectRef&)>& rewrite) {
+  const Object* child = field.Borrow(stmt.get());
+  if (child == nullptr) return stmt;
+  ObjectRef rewritten = rewrite(Ref(child));
+  if (rewritten.get() == child) return stmt;
+  ObjectRef copy = ShallowCopy(stmt);
+  field.SetOnFresh(const_cast<Object*>(copy.get()), rewritten);
+  return copy;
+}
+
+/*! \brief The statements anywhere inside the fields of `stmt`, not inside one another. */
+void ForEachNestedStmt(const ObjectRef& stmt, const std::function<void(const ObjectRef&)>& visit) {
+  ffi::StructuralVisit(
+      stmt, [&](AnyView value, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+        NodeKind kind = NodeKindOf(value.type_index());
+        if (kind == NodeKind::kStmt && value.as<Object>() != stmt.get()) {
+          visit(value.cast<ObjectRef>());
+          return std::nullopt;
+        }
+        if (kind == NodeKind::kOpaque || kind == NodeKind::kVar || kind == NodeKind::kConstant) {
+          return std::nullopt;
+        }
+        return engine->DefaultVisitExpected(value).value();
+      });
+}
+
+/*! \brief MapChildStmts for statement types whose fields are not known here. */
+ObjectRef MapNestedStmts(const ObjectRef& stmt,
+                         const std::function<ObjectRef(const ObjectRef&)>& rewrite) {
+  Any result = ffi::StructuralMutate(
+      Any(stmt), [&](AnyView value, ffi::StructuralMutatorObj* mutator) -> Any {
+        NodeKind kind = NodeKindOf(value.type_index());
+        if (kind == NodeKind::kStmt && value.as<Object>() != stmt.get()) {
+          ObjectRef child = value.cast<ObjectRef>();
+          ObjectRef out = rewrite(child);
+          return out.same_as(child) ? Any(ffi::Unchanged()) : Any(out);
+        }
+        if (kind == NodeKind::kOpaque || kind == NodeKind::kVar || kind == NodeKind::kConstant) {
+          return ffi::Unchanged();
+        }
+        return Any(mutator->DefaultMutateExpected(value).value());
+      });
+  return result.cast<ObjectRef>();
+}
+
+}  // namespace
+
+void ForEachChildStmt(const ObjectRef& stmt, const std::function<void(const ObjectRef&)>& visit) {
+  switch (StmtShapeOf(stmt->type_index())) {
+    case StmtShape::kSeq:
+      for (const Any& child : SeqElements(stmt)) visit(child.cast<ObjectRef>());
+      return;
+    case StmtShape::kFor:
+      return VisitField(stmt, field::For_body, visit);
+    case StmtShape::kWhile:
+      return VisitField(stmt, field::While_body, visit);
+    case StmtShape::kAttr:
+      return VisitField(stmt, field::AttrStmt_body, visit);
+    case StmtShape::kIf:
+      VisitField(stmt, field::IfThenElse_then_case, visit);
+      return VisitField(stmt, field::IfThenElse_else_case, visit);
+    case StmtShape::kBlockRealize:
+      return VisitField(stmt, field::SBlockRealize_block, visit);
+    case StmtShape::kBlock:
+      VisitField(stmt, field::SBlock_init, visit);
+      return VisitField(stmt, field::SBlock_body, visit);
+    case StmtShape::kLeaf:
+      return;
+    case StmtShape::kOther:
+      return ForEachNestedStmt(stmt, visit);
+  }
+}
+
+ObjectRef MapChildStmts(const ObjectRef& stmt,
+                        const std::function<ObjectRef(const ObjectRef&)>& rewrite) {
+  switch (StmtShapeOf(stmt->type_index())) {
+    case StmtShape::kSeq: {
+      const ffi::ArrayObj& seq = SeqElements(stmt);
+      Array<ObjectRef> out;
+      bool changed = false;
+      for (size_t i = 0; i < seq.size(); ++i) {
+        ObjectRef child = seq[i].cast<ObjectRef>();
+        ObjectRef rewritten = rewrite(child);
+        if (!changed && !rewritten.same_as(child)) {
+          changed = true;
+          out.reserve(seq.size());
+          for (size_t j = 0; j < i; ++j) out.push_back(seq[j].cast<ObjectRef>());
+        }
+        if (changed) out.push_back(rewritten);
+      }
+      return changed ? WithFields(stmt, {{&field::SeqStmt_seq, out}}) : stmt;
+    }
+    case StmtShape::kFor:
+      return MapField(stmt, field::For_body, rewrite);
+    case StmtShape::kWhile:
+      return MapField(stmt, field::While_body, rewrite);
+    case StmtShape::kAttr:
+      return MapField(stmt, field::AttrStmt_body, rewrite);
+    case StmtShape::kIf:
+      return MapField(MapField(stmt, field::IfThenElse_then_case, rewrite),
+                      field::IfThenElse_else_case, rewrite);
+    case StmtShape::kBlockRealize:
+      return MapField(stmt, field::SBlockRealize_block, rewrite);
+    case StmtShape::kBlock:
+      return MapField(MapField(stmt, field::SBlock_init, rewrite), field::SBlock_body, rewrite);
+    case StmtShape::kLeaf:
+      return stmt;
+    case StmtShape::kOther:
+      return MapNestedStmts(stmt, rewrite);
+  }
+  return stmt;
 }
 
 }  // namespace ir

@@ -15,6 +15,7 @@
 #ifndef TVM_MEMPLAN_IR_TIR_H_
 #define TVM_MEMPLAN_IR_TIR_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -121,6 +122,7 @@ class DeclBuffer : public NodeView {
   std::optional<Buffer> viewed_buffer() const;
   DeclBuffer WithBuffer(const Buffer& buffer) const;
   DeclBuffer WithData(const ObjectRef& data) const;
+  DeclBuffer WithBufferAndData(const Buffer& buffer, const ObjectRef& data) const;
 };
 
 /*! \brief B when `expr` is `B.data` (tirx.buffer_data(B)), else nullopt. */
@@ -202,6 +204,7 @@ class IfThenElse : public NodeView {
   ObjectRef then_case() const { return schema::field::IfThenElse_then_case.Get<ObjectRef>(ref_); }
   /*! \brief The else branch, or a null ref. */
   ObjectRef else_case() const { return schema::field::IfThenElse_else_case.Get<ObjectRef>(ref_); }
+  IfThenElse WithCondition(const ObjectRef& condition) const;
 };
 
 class Evaluate : public NodeView {
@@ -289,6 +292,31 @@ class SBlockRealize : public NodeView {
   }
   SBlock block() const { return SBlock(schema::field::SBlockRealize_block.Get<ObjectRef>(ref_)); }
 };
+
+/*!
+ * \brief Calls `visit` on each statement directly inside `stmt`, in order: the elements of a
+ *        sequence, the body of a loop or an attribute, the branches of an `if`, a realized block
+ *        and a block's init and body. Expressions are not looked into (none holds a statement),
+ *        so walking a function's statements this way costs a fraction of a full walk.
+ *
+ * \code
+ *   void Walk(const ObjectRef& stmt) {
+ *     if (std::optional<AllocBuffer> alloc = As<AllocBuffer>(stmt)) Record(*alloc);
+ *     ForEachChildStmt(stmt, Walk);
+ *   }
+ * \endcode
+ *
+ * A statement type this function does not know is searched field by field for the statements
+ * it holds, so no statement is ever missed.
+ */
+void ForEachChildStmt(const ObjectRef& stmt, const std::function<void(const ObjectRef&)>& visit);
+
+/*!
+ * \brief `stmt` with each statement directly inside it (those ForEachChildStmt visits) replaced by
+ *        `rewrite(child)`, copied on write: `stmt` itself when every child comes back unchanged.
+ */
+ObjectRef MapChildStmts(const ObjectRef& stmt,
+                        const std::function<ObjectRef(const ObjectRef&)>& rewrite);
 
 }  // namespace ir
 }  // namespace tvm_memplan

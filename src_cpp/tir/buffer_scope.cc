@@ -4,7 +4,7 @@
  */
 #include "tir/buffer_scope.h"
 
-#include <tvm/ffi/extra/structural_visit.h>
+#include <functional>
 
 namespace tvm_memplan {
 namespace tir {
@@ -21,25 +21,19 @@ namespace {
 void AddViews(const ObjectRef& stmt, std::vector<ScopeChange>* changes) {
   std::unordered_map<const Object*, std::pair<std::string, std::string>> scopes;  // old, new
   for (const auto& [buffer, scope] : *changes) scopes[buffer.get()] = {buffer.scope(), scope};
-  ffi::StructuralVisit(
-      stmt,
-      [&](const ObjectRef& node,
-          ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-        if (!node.defined()) return std::nullopt;
-        int32_t t = node->type_index();
-        if (schema::type::DeclBuffer.IsInstance(t)) {
-          DeclBuffer decl(node);
-          std::optional<Buffer> base = decl.viewed_buffer();
-          auto it = base ? scopes.find(base->get()) : scopes.end();
-          if (it != scopes.end() && decl.buffer().scope() == it->second.first) {
-            changes->emplace_back(decl.buffer(), it->second.second);
-            scopes[decl.buffer().get()] = it->second;
-          }
-        } else if (t == ffi::TypeIndex::kTVMFFIArray || schema::type::Stmt.IsInstance(t)) {
-          engine->DefaultVisitExpected(node).value();
-        }
-        return std::nullopt;
-      });
+  std::function<void(const ObjectRef&)> visit = [&](const ObjectRef& node) {
+    if (std::optional<DeclBuffer> decl = As<DeclBuffer>(node)) {
+      std::optional<Buffer> base = decl->viewed_buffer();
+      auto it = base ? scopes.find(base->get()) : scopes.end();
+      if (it != scopes.end() && decl->buffer().scope() == it->second.first) {
+        changes->emplace_back(decl->buffer(), it->second.second);
+        scopes[decl->buffer().get()] = it->second;
+      }
+      return;
+    }
+    ForEachChildStmt(node, visit);
+  };
+  visit(stmt);
 }
 
 }  // namespace

@@ -38,16 +38,13 @@ class ScopeChanges {
   ScopeChanges(const ffi::ObjectRef& stmt, const std::vector<ScopeChange>& changes);
 
   bool empty() const { return replacements_.empty(); }
-  /*! \brief (old buffer var, the var that replaces it), views included. */
-  const std::vector<std::pair<ir::Buffer, ir::Buffer>>& replacements() const {
-    return replacements_;
-  }
   /*! \brief The var that replaces `buffer`, or `buffer` when it does not move. */
   ir::Buffer Moved(const ir::Buffer& buffer) const;
   /*! \brief Add the var replacements and the rebuilding of `B.data` to `rewriter`. */
   void AddTo(ir::Rewriter* rewriter) const;
 
  private:
+  /*! \brief (old buffer var, the var that replaces it), views included. */
   std::vector<std::pair<ir::Buffer, ir::Buffer>> replacements_;
   std::unordered_map<const ffi::Object*, ir::Buffer> moved_;     // by old var
   std::unordered_map<const ffi::Object*, ir::Buffer> new_vars_;  // by new var

@@ -34,10 +34,12 @@ struct Expectation {
   std::string function;
   PlacementPlan plan;
   /*!
-   * \brief Whether step 2 marked buffers or made stand-ins, which step 4 then removes. When it did
-   *        neither, TVM's rule places every buffer as decided and the IR is TVM's own output.
+   * \brief Whether step 2 changed anything. When it did not, TVM's rule places every buffer as
+   *        decided and the IR is TVM's own output.
    */
   bool prepared = false;
+  /*! \brief Whether step 2 added annotations, which step 4 removes. */
+  bool marked = false;
   /*! \brief Buffer var as it appears in the output -> its decision. */
   std::unordered_map<const Object*, const AllocationDecision*> decided;
   /*! \brief (stand-in in "global.workspace", the buffer it stands for). */
@@ -56,22 +58,31 @@ bool HasDisableAnnotation(const AllocBuffer& alloc) {
   return alloc.annotations().count(String(schema::attr::DisableLowerTVMBuiltin)) != 0;
 }
 
+/*! \brief How step 2 changes one AllocBuffer (keyed by its buffer var in the rewritten IR). */
+struct AllocationEdit {
+  /*! \brief Mark it for TVM's pass to leave alone. */
+  std::optional<Placement> mark;
+  /*! \brief Define this stand-in instead of the buffer, for TVM's pass to lower. */
+  std::optional<Buffer> stand_in;
+};
+
 /*! \brief Step 2 for one function; fills `expect` for step 4. */
 PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
-  std::vector<ScopeChange> changes;
-  std::vector<std::pair<Buffer, Placement>> marks;  // AllocBuffers that need an annotation
+  std::vector<ScopeChange> moves;  // buffers that live on the stack in scope "global"
+  std::vector<std::pair<Buffer, Placement>> marks;
+  std::unordered_map<const Object*, AllocationEdit> edits;
   bool needs_device_id = false;
   for (const AllocationDecision& d : expect->plan.decisions) {
     std::optional<AllocBuffer> alloc = As<AllocBuffer>(d.node);
     if (!alloc) continue;
     switch (d.placement) {
       case Placement::kStack:
-        if (d.buffer.scope() != kGlobalScope) changes.emplace_back(d.buffer, kGlobalScope);
+        if (d.buffer.scope() != kGlobalScope) moves.emplace_back(d.buffer, kGlobalScope);
         // Smaller "global" allocations TVM's rule keeps on the stack by itself.
         if (*d.bytes >= kStockMaxStackAlloca) marks.emplace_back(d.buffer, d.placement);
         break;
       case Placement::kUnlowered:
-        if (d.buffer.scope() != kGlobalScope) changes.emplace_back(d.buffer, kGlobalScope);
+        if (d.buffer.scope() != kGlobalScope) moves.emplace_back(d.buffer, kGlobalScope);
         // Carried through StorageRewrite in its scope: the annotation comes back.
         if (!HasDisableAnnotation(*alloc)) marks.emplace_back(d.buffer, d.placement);
         break;
@@ -79,7 +90,11 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
         needs_device_id |= !d.has_device_id;
         if (d.buffer.scope() == kGlobalScope && d.bytes.value_or(0) > 0 &&
             *d.bytes < kStockMaxStackAlloca) {
-          changes.emplace_back(d.buffer, kWorkspaceScope);
+          // Only the definition: TVM's pass lowers the allocation it sees and never looks at
+          // the uses, which keep the buffer itself.
+          Buffer stand_in = d.buffer.WithScope(kWorkspaceScope);
+          edits[d.buffer.get()].stand_in = stand_in;
+          expect->restore.emplace_back(stand_in, d.buffer);
         }
         break;
       case Placement::kStock:
@@ -87,30 +102,28 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
     }
   }
   ObjectRef body = func.body();
-  if (!changes.empty() || !marks.empty()) {
+  if (!moves.empty() || !marks.empty() || !edits.empty()) {
     expect->prepared = true;
-    ScopeChanges scope_changes(body, changes);
-    std::unordered_map<const Object*, Placement> marked;  // by the var in the rewritten IR
+    expect->marked = !marks.empty();
+    ScopeChanges scope_changes(body, moves);
     for (const auto& [buffer, placement] : marks) {
-      marked.emplace(scope_changes.Moved(buffer).get(), placement);
+      edits[scope_changes.Moved(buffer).get()].mark = placement;
     }
     Rewriter rewriter;
     if (scope_changes.empty()) rewriter.SkipExpressions();
     scope_changes.AddTo(&rewriter);
-    rewriter.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
-      auto it = marked.find(alloc.buffer().get());
-      if (it == marked.end()) return alloc;
-      return alloc.WithAnnotations(Marked(alloc.annotations(), it->second));
+    rewriter.PostOrder<AllocBuffer>([&](AllocBuffer alloc) -> ObjectRef {
+      auto it = edits.find(alloc.buffer().get());
+      if (it == edits.end()) return alloc;
+      const AllocationEdit& edit = it->second;
+      if (edit.stand_in) alloc = alloc.WithBuffer(*edit.stand_in);
+      if (edit.mark) alloc = alloc.WithAnnotations(Marked(alloc.annotations(), *edit.mark));
+      return alloc;
     });
     body = rewriter(body);
-    // Stack buffers keep their new scope; workspace stand-ins are only there for TVM's pass, and
-    // step 4 puts the buffers they stand for back.
-    for (const auto& [original, replacement] : scope_changes.replacements()) {
-      if (replacement.scope() == kWorkspaceScope)
-        expect->restore.emplace_back(replacement, original);
-    }
     for (const AllocationDecision& d : expect->plan.decisions) {
       if (!Is<AllocBuffer>(d.node) || d.placement == Placement::kStock) continue;
+      // Stack buffers keep their new scope; step 4 puts back the buffers of the stand-ins.
       Buffer in_output =
           d.placement == Placement::kWorkspace ? d.buffer : scope_changes.Moved(d.buffer);
       expect->decided[in_output.get()] = &d;
@@ -130,47 +143,99 @@ std::optional<Call> WorkspaceAllocation(const DeclBuffer& decl) {
   return call;
 }
 
+/*! \brief The buffers a lowered function allocates on the stack and in the workspace. */
+struct Placed {
+  std::unordered_set<const Object*> on_stack, in_workspace;
+
+  void Record(const ObjectRef& stmt) {
+    if (std::optional<AllocBuffer> alloc = As<AllocBuffer>(stmt)) {
+      on_stack.insert(alloc->buffer().get());
+    } else if (std::optional<DeclBuffer> decl = As<DeclBuffer>(stmt)) {
+      if (WorkspaceAllocation(*decl)) in_workspace.insert(decl->buffer().get());
+    }
+  }
+  void RecordAll(const ObjectRef& stmt) {
+    Record(stmt);
+    ForEachChildStmt(stmt, [this](const ObjectRef& child) { RecordAll(child); });
+  }
+};
+
 /*!
  * \brief Step 4: remove the marks, put the buffers of the workspace stand-ins back (so the output
  *        is what TVM's pass makes of them), and check every decided buffer.
  */
 PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
   if (!expect.prepared) return func;
-  std::unordered_set<const Object*> restored, on_stack, in_workspace;
-  Rewriter finish;
-  if (expect.restore.empty()) finish.SkipExpressions();
-  for (const auto& [stand_in, original] : expect.restore) {
-    finish.RemapVar(stand_in.ref(), original.ref());
-    restored.insert(original.get());
-  }
-  finish.PostOrder<Call>([&](const Call& call) -> ObjectRef {
-    std::optional<Buffer> buffer = BufferOfDataPointer(call);
-    if (!buffer || !restored.count(buffer->get())) return call;
-    return BufferDataPointer(*buffer);
-  });
-  finish.PostOrder<DeclBuffer>([&](const DeclBuffer& decl) -> ObjectRef {
-    std::optional<Call> allocation = WorkspaceAllocation(decl);
-    if (!allocation) return decl;
-    in_workspace.insert(decl.buffer().get());
-    if (!restored.count(decl.buffer().get())) return decl;
-    // The allocation returns a pointer in the buffer's scope.
-    ObjectRef pointer = schema::field::Expr_ty.Get<ObjectRef>(BufferDataPointer(decl.buffer()));
-    return decl.WithData(allocation->WithType(pointer));
-  });
-  finish.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
-    on_stack.insert(alloc.buffer().get());
-    Map<String, Any> annotations = alloc.annotations();
-    auto mark = annotations.find(String(kPlacementMarker));
-    if (mark == annotations.end()) return alloc;
-    if ((*mark).second.cast<String>() != PlacementName(Placement::kUnlowered)) {
-      annotations.erase(String(schema::attr::DisableLowerTVMBuiltin));
+  Placed placed;
+  PrimFunc out = func;
+  if (!expect.marked && expect.restore.empty()) {
+    // Nothing to undo: only the check, which looks at statements.
+    placed.RecordAll(func.body());
+  } else {
+    // TVM's pass refers to a stand-in only in what it makes of the allocation: the DeclBuffer,
+    // and the data pointer in the conditions of the null check and of the free. Putting the
+    // buffer back there is a walk over statements, not over every expression.
+    Rewriter unstand;  // stand-in -> the buffer it stands for
+    Rewriter retype;   // `B.data` typed by the scope of the restored buffer B
+    std::unordered_set<const Object*> restored;
+    std::unordered_map<const Object*, Buffer> originals;  // by stand-in
+    for (const auto& [stand_in, original] : expect.restore) {
+      unstand.RemapVar(stand_in.ref(), original.ref());
+      restored.insert(original.get());
+      originals.emplace(stand_in.get(), original);
     }
-    annotations.erase(String(kPlacementMarker));
-    return alloc.WithAnnotations(annotations);
-  });
-  PrimFunc out = func.WithBody(finish(func.body()));
+    retype.PostOrder<Call>([&](const Call& call) -> ObjectRef {
+      std::optional<Buffer> buffer = BufferOfDataPointer(call);
+      if (!buffer || !restored.count(buffer->get())) return call;
+      return BufferDataPointer(*buffer);
+    });
+    size_t conditions = 0;  // conditions that used a stand-in
+    Rewriter finish;
+    finish.SkipExpressions();
+    if (!expect.restore.empty()) {
+      finish.PostOrder<IfThenElse>([&](const IfThenElse& branch) -> ObjectRef {
+        ObjectRef condition = branch.condition();
+        ObjectRef unstood = unstand(condition);
+        if (unstood.same_as(condition)) return branch;
+        ++conditions;
+        return branch.WithCondition(retype(unstood));
+      });
+    }
+    finish.PostOrder<DeclBuffer>([&](DeclBuffer decl) -> ObjectRef {
+      auto original = originals.find(decl.buffer().get());
+      std::optional<Call> allocation = WorkspaceAllocation(decl);
+      if (allocation && original != originals.end()) {
+        // The allocation returns a pointer in the buffer's scope.
+        const Buffer& buffer = original->second;
+        ObjectRef pointer = schema::field::Expr_ty.Get<ObjectRef>(BufferDataPointer(buffer));
+        decl = decl.WithBufferAndData(buffer, allocation->WithType(pointer));
+      }
+      placed.Record(decl);
+      return decl;
+    });
+    finish.PostOrder<AllocBuffer>([&](const AllocBuffer& alloc) -> ObjectRef {
+      placed.Record(alloc);
+      Map<String, Any> annotations = alloc.annotations();
+      auto mark = annotations.find(String(kPlacementMarker));
+      if (mark == annotations.end()) return alloc;
+      if ((*mark).second.cast<String>() != PlacementName(Placement::kUnlowered)) {
+        annotations.erase(String(schema::attr::DisableLowerTVMBuiltin));
+      }
+      annotations.erase(String(kPlacementMarker));
+      return alloc.WithAnnotations(annotations);
+    });
+    out = func.WithBody(finish(func.body()));
+    // One null check and one free each.
+    if (conditions != 2 * expect.restore.size()) {
+      TVM_FFI_THROW(InternalError) << "tvm_memplan.LowerTVMBuiltin: in " << expect.function
+                                   << ", TVM's LowerTVMBuiltin tested the pointers of "
+                                   << expect.restore.size() << " workspace allocations in "
+                                   << conditions << " conditions, not 2 each (null check, free)";
+    }
+  }
   for (const auto& [buffer, decision] : expect.decided) {
-    const auto& where = decision->placement == Placement::kWorkspace ? in_workspace : on_stack;
+    const auto& where =
+        decision->placement == Placement::kWorkspace ? placed.in_workspace : placed.on_stack;
     if (where.count(buffer)) continue;
     TVM_FFI_THROW(InternalError) << "tvm_memplan.LowerTVMBuiltin: in " << expect.function
                                  << ", TVM's LowerTVMBuiltin did not leave buffer `"

@@ -23,13 +23,16 @@
  * Everything but placement is TVM's own lowering: for each host function the pass
  *  1. decides placements (place_allocations_analysis.h);
  *  2. prepares them: stack allocations get `disable_lower_builtin`, which TVM's pass honours, and
- *     the scope "global" (the only one the C backend allocates); workspace allocations that TVM's
- *     rule would keep on the stack move to "global.workspace"; a function with workspace
+ *     the scope "global" (the only one the C backend allocates); a workspace allocation that TVM's
+ *     rule would keep on the stack is defined as a stand-in in "global.workspace" (its uses keep
+ *     the buffer: TVM's pass only looks at the definition); a function with workspace
  *     allocations but no `device_id` attribute (a private helper) gets device_id 0, which the CPU
  *     workspace ignores;
  *  3. runs TVM's LowerTVMBuiltin;
  *  4. removes the annotations it added (keeping `disable_lower_builtin` where the user asked for
- *     it) and checks that every allocation ended where it was decided (an internal error if not);
+ *     it), puts the buffers back where TVM's lowering of a stand-in names it (its DeclBuffer,
+ *     null check and free), and checks that every allocation ended where it was decided (an
+ *     internal error if not); a walk over statements only, unless buffers changed scope;
  *  5. makes helpers that return nothing but may now fail return an error code
  *     (helper_error_codes.h).
  */

@@ -5,7 +5,6 @@
  */
 #include "tir/place_allocations_analysis.h"
 
-#include <tvm/ffi/extra/structural_visit.h>
 #include <tvm/ffi/reflection/registry.h>
 
 #include <algorithm>
@@ -40,60 +39,52 @@ struct AllocationSite {
 
 /*!
  * \brief Collects AllocBuffers (and SBlock alloc_buffers) with the `device_type` / `device_id`
- *        attributes in effect. Only statements can hold allocations, so expressions are skipped.
+ *        attributes in effect. Only statements can hold allocations: a walk over statements.
  */
 class AllocationCollector {
  public:
   explicit AllocationCollector(std::optional<int64_t> device_type) : device_type_(device_type) {}
 
   std::vector<AllocationSite> Collect(const ObjectRef& body) {
-    ffi::StructuralVisit(
-        body,
-        [this](const ObjectRef& node,
-               ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-          VisitNode(node, engine);
-          return std::nullopt;
-        });
+    Visit(body);
     return std::move(sites_);
   }
 
  private:
-  void VisitNode(const ObjectRef& node, ffi::StructuralVisitorObj* engine) {
-    if (!node.defined()) return;
-    int32_t t = node->type_index();
-    if (t == ffi::TypeIndex::kTVMFFIArray) {
-      engine->DefaultVisitExpected(node).value();
-    } else if (!schema::type::Stmt.IsInstance(t)) {
+  void Visit(const ObjectRef& stmt) {
+    int32_t t = stmt->type_index();
+    if (schema::type::AllocBuffer.IsInstance(t)) {
+      AllocBuffer alloc(stmt);
+      Record(alloc.buffer(), stmt, alloc.annotations());
       return;
-    } else if (schema::type::AllocBuffer.IsInstance(t)) {
-      AllocBuffer alloc(node);
-      Record(alloc.buffer(), node, alloc.annotations());
-    } else if (schema::type::AttrStmt.IsInstance(t)) {
-      VisitAttr(AttrStmt(node), engine);
-    } else {
-      if (schema::type::SBlock.IsInstance(t)) {
-        for (const ObjectRef& buffer : SBlock(node).alloc_buffers()) {
-          Record(Buffer(buffer, "SBlock.alloc_buffers"), node, {});
-        }
-      }
-      engine->DefaultVisitExpected(node).value();
     }
+    if (schema::type::AttrStmt.IsInstance(t)) return VisitAttr(AttrStmt(stmt));
+    if (schema::type::SBlock.IsInstance(t)) {
+      for (const ObjectRef& buffer : SBlock(stmt).alloc_buffers()) {
+        Record(Buffer(buffer, "SBlock.alloc_buffers"), stmt, {});
+      }
+    }
+    VisitChildren(stmt);
   }
 
-  void VisitAttr(const AttrStmt& attr, ffi::StructuralVisitorObj* engine) {
+  void VisitChildren(const ObjectRef& stmt) {
+    ForEachChildStmt(stmt, [this](const ObjectRef& child) { Visit(child); });
+  }
+
+  void VisitAttr(const AttrStmt& attr) {
     std::string key = attr.attr_key();
     if (key == schema::attr::DeviceType) {
       std::optional<int64_t> outer = device_type_;
       device_type_ = AsConstInt(attr.value());
-      engine->Visit(attr.body());
+      VisitChildren(attr);
       device_type_ = outer;
     } else if (key == schema::attr::DeviceId) {
       bool outer = has_device_id_;
       has_device_id_ = true;
-      engine->Visit(attr.body());
+      VisitChildren(attr);
       has_device_id_ = outer;
     } else {
-      engine->Visit(attr.body());
+      VisitChildren(attr);
     }
   }
 
@@ -131,7 +122,9 @@ std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 class Decider {
  public:
   Decider(const std::string& function, const StackLimits& limits)
-      : function_(function), limits_(limits) {}
+      : function_(function),
+        limits_(limits),
+        max_stack_alloca_(limits.max_stack_alloca.Describe()) {}
 
   AllocationDecision Decide(const AllocationSite& site) const {
     const Buffer& buffer = site.buffer;
@@ -170,14 +163,13 @@ class Decider {
     if (scope != kGlobalScope && scope != kLocalScope) {
       return With(d, Placement::kWorkspace, "scope \"" + scope + "\" has no stack rule");
     }
-    const target::ResolvedLimit& limit = limits_.max_stack_alloca;
-    int64_t max_bytes = limit.bytes.value_or(0);
-    std::string size = std::to_string(*d.bytes) + " bytes";
+    int64_t max_bytes = limits_.max_stack_alloca.bytes.value_or(0);
     if (*d.bytes == 0) return With(d, Placement::kWorkspace, "zero-size allocation");
+    std::string size = std::to_string(*d.bytes) + " bytes";
     if (*d.bytes <= max_bytes) {
-      return With(d, Placement::kStack, size + " <= " + limit.Describe());
+      return With(d, Placement::kStack, size + " <= " + max_stack_alloca_);
     }
-    return With(d, Placement::kWorkspace, size + " > " + limit.Describe());
+    return With(d, Placement::kWorkspace, size + " > " + max_stack_alloca_);
   }
 
  private:
@@ -215,6 +207,8 @@ class Decider {
 
   const std::string& function_;
   const StackLimits& limits_;
+  /*! \brief limits_.max_stack_alloca.Describe(), which most reasons quote. */
+  const std::string max_stack_alloca_;
 };
 
 /*! \brief Rule 5: move the largest stack allocations to the workspace until the rest fit. */
