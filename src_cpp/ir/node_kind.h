@@ -37,7 +37,7 @@ enum class NodeKind : uint8_t {
   kStmt,
   /*! \brief ffi.Array. */
   kArray,
-  /*! \brief Anything else: maps, ranges, iter vars, regions, functions, ... */
+  /*! \brief Anything else: maps, ranges, iter vars, ... (functions are ir.Exprs in 0.27) */
   kOther,
 };
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ir/analyzer.h"
+#include "ir/node_kind.h"
 #include "ir/pass.h"
 #include "ir/relax.h"
 #include "ir/rewriter.h"
@@ -222,6 +223,40 @@ Array<Any> RelaxBindings(ObjectRef func) {
   return out;
 }
 
+const char* NodeKindName(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::kOpaque:
+      return "opaque";
+    case NodeKind::kVar:
+      return "var";
+    case NodeKind::kConstant:
+      return "constant";
+    case NodeKind::kExpr:
+      return "expr";
+    case NodeKind::kStmt:
+      return "stmt";
+    case NodeKind::kArray:
+      return "array";
+    case NodeKind::kOther:
+      return "other";
+  }
+  return "?";
+}
+
+Array<String> ChildStmts(ObjectRef stmt) {
+  Array<String> kinds;
+  ForEachChildStmt(stmt, [&](const ObjectRef& child) { kinds.push_back(TypeKeyOf(child)); });
+  return kinds;
+}
+
+/*! \brief Each statement directly inside `stmt` replaced by `T.evaluate(0)`, except evaluates. */
+ObjectRef ChildStmtsToEvaluate(ObjectRef stmt) {
+  return MapChildStmts(stmt, [](const ObjectRef& child) -> ObjectRef {
+    if (Is<Evaluate>(child)) return child;
+    return MakeEvaluate(IntConst(DLDataType{kDLInt, 32, 1}, 0));
+  });
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -314,6 +349,17 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              FieldKey key(type, field.c_str());
              return key.Get(node);
            })
+      .def("tvm_memplan.testing.borrow_field",
+           [](ObjectRef node, String type_key, String field) -> ObjectRef {
+             TypeKey type(type_key.c_str());
+             FieldKey key(type, field.c_str());
+             const Object* held = key.Borrow(node.get());
+             return held ? ffi::GetRef<ObjectRef>(held) : ObjectRef();
+           })
+      .def("tvm_memplan.testing.node_kind",
+           [](AnyView value) { return String(NodeKindName(NodeKindOf(value.type_index()))); })
+      .def("tvm_memplan.testing.child_stmts", ChildStmts)
+      .def("tvm_memplan.testing.child_stmts_to_evaluate", ChildStmtsToEvaluate)
       .def("tvm_memplan.testing.mark_visited_pass", MarkVisitedPass)
       .def("tvm_memplan.testing.drop_functions_pass", DropFunctionsPass)
       .def("tvm_memplan.testing.relax_bindings", RelaxBindings);
