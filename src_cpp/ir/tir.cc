@@ -269,7 +269,7 @@ PrimFunc PrimFunc::WithRetType(const ObjectRef& ret_type) const {
 }
 
 std::string PrimFunc::global_symbol() const {
-  std::optional<Any> symbol = FuncAttr(ref_, "global_symbol");
+  std::optional<Any> symbol = FuncAttr(ref_, attr::GlobalSymbol);
   if (!symbol) return "";
   auto name = symbol->try_cast<String>();
   return name ? std::string(*name) : std::string();

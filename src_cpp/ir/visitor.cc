@@ -16,11 +16,6 @@ namespace ir {
 
 using namespace schema;
 
-namespace {
-constexpr const char* kThreadExtentAttr = "thread_extent";
-constexpr const char* kVirtualThreadAttr = "virtual_thread";
-}  // namespace
-
 /*! \brief Bridges the engine's callback to the visitor (holds the engine's visitor object). */
 class ScopedVisitor::Dispatch {
  public:
@@ -115,7 +110,7 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
     OnAttr(attr);
     std::string key = attr.attr_key();
     std::optional<IterVar> iter;
-    if (key == kThreadExtentAttr || key == kVirtualThreadAttr) {
+    if (key == attr::ThreadExtent || key == attr::VirtualThread) {
       iter = As<IterVar>(attr.node().cast<ObjectRef>());
     }
     if (iter) {

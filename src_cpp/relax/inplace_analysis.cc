@@ -42,10 +42,6 @@ using ir::relax::TypeOf;
 
 namespace {
 
-// Operator attributes TVM registers on every Relax operator.
-constexpr const char* kFPurity = "FPurity";
-constexpr const char* kFLegalize = "FLegalize";
-
 std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 
 /*! \brief TVM's name of an op_pattern (OpPatternKind in relax/op_attr_types.h), for messages. */
@@ -438,7 +434,7 @@ class Analysis {
       if (!IsPureFunctionCall(call)) Escape(args, "passed to the impure call at " + where);
       return Opaque(args, "the call at " + where);
     }
-    Any purity = OpAttr(call.op(), kFPurity);
+    Any purity = OpAttr(call.op(), schema::attr::FPurity);
     if (purity != nullptr && !purity.cast<bool>()) {
       Escape(args, "passed to the impure operator " + Quoted(op) + " at " + where);
     }
@@ -452,7 +448,7 @@ class Analysis {
       return Fresh(type, fresh_kind, fresh_origin);
     }
     if (op == schema::op::CallTIRInplace) return EvalCallTIRInplace(call, args, where);
-    if (OpAttr(call.op(), kFLegalize) == nullptr) return Opaque(args, where);
+    if (OpAttr(call.op(), schema::attr::FLegalize) == nullptr) return Opaque(args, where);
     const LegalizedCall& legal = context_->legalizer().Legalize(call);
     if (legal.kind != LegalizedCall::Kind::kCallTIR) return Opaque(args, where);
     if (legal.reshape_pattern) {
@@ -606,13 +602,13 @@ class Analysis {
     if (!step.dataflow && !options_.outside_dataflow) {
       return refuse("outside a dataflow block (outside_dataflow=False)");
     }
-    Any purity = OpAttr(call.op(), kFPurity);
+    Any purity = OpAttr(call.op(), schema::attr::FPurity);
     if (purity != nullptr && !purity.cast<bool>()) return refuse("the operator is impure");
     std::optional<TensorType> result = As<TensorType>(TypeOf(call.ref()));
     if (!result || !result->dtype() || !result->shape()) {
       return refuse("the result is not a tensor of known shape and dtype");
     }
-    if (OpAttr(call.op(), kFLegalize) == nullptr) {
+    if (OpAttr(call.op(), schema::attr::FLegalize) == nullptr) {
       return refuse(Quoted(decision.op) + " has no legalization (FLegalize)");
     }
     OpLegalizer& legalizer = context_->legalizer();
@@ -744,7 +740,7 @@ class Analysis {
         plan.inplace_source = tuple->fields()[indices[0]].get();
       }
       return plan;
-    } else if (!op.empty() && OpAttr(call.op(), kFLegalize) != nullptr) {
+    } else if (!op.empty() && OpAttr(call.op(), schema::attr::FLegalize) != nullptr) {
       const LegalizedCall& legal = context_->legalizer().Legalize(call);
       prim_func_call = legal.kind == LegalizedCall::Kind::kCallTIR;
       reshape = prim_func_call && legal.reshape_pattern;

@@ -29,11 +29,6 @@ using ir::relax::Tuple;
 
 namespace {
 
-// Function attributes marking functions that later passes compile as a whole: external codegen
-// (BYOC) and kernels made by FuseOps. Their bodies are left to those passes.
-constexpr const char* kCodegenAttr = "Codegen";
-constexpr const char* kPrimitiveAttr = "Primitive";
-
 /*! \brief Replaces binding values inside a function, through `if` branches. */
 class BindingValueReplacer {
  public:
@@ -115,7 +110,10 @@ class Rewrite {
     // Name order, so that the names of added PrimFuncs do not depend on map iteration.
     std::vector<std::pair<std::string, ObjectRef>> functions;
     for (const auto& [gv, func] : mod_.functions()) {
-      if (Is<Function>(func) && !FuncAttr(func, kCodegenAttr) && !FuncAttr(func, kPrimitiveAttr)) {
+      // External codegen (BYOC) and FuseOps kernels are compiled as a whole by later passes.
+      bool compiled_whole =
+          FuncAttr(func, schema::attr::Codegen) || FuncAttr(func, schema::attr::Primitive);
+      if (Is<Function>(func) && !compiled_whole) {
         functions.emplace_back(GlobalVarName(gv), gv);
       }
     }

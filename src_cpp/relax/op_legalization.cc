@@ -24,11 +24,6 @@ using ir::relax::TypeOf;
 
 namespace {
 
-// Operator attribute set by every operator LegalizeOps can lower.
-constexpr const char* kFLegalize = "FLegalize";
-// Function attribute AnnotateTIROpPattern writes on each PrimFunc.
-constexpr const char* kOpPatternAttr = "op_pattern";
-
 /*!
  * \brief The structural signature of an argument: variables are replaced by their type and the
  *        position of their first occurrence, so `add(a, a)` and `add(a, b)` differ while two
@@ -68,7 +63,7 @@ const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
 
   auto legal = std::make_unique<LegalizedCall>();
   legal->template_call = call.ref();
-  Any flegalize = OpAttr(call.op(), kFLegalize);
+  Any flegalize = OpAttr(call.op(), schema::attr::FLegalize);
   if (flegalize == nullptr) {
     legal->kind = LegalizedCall::Kind::kNoLegalization;
     return *cache_.emplace(key, std::move(legal)).first->second;
@@ -140,7 +135,7 @@ int64_t OpLegalizer::OpPattern(const LegalizedCall& legal) {
   int64_t pattern = -1;
   auto found = annotated.functions().find(gv);
   if (found != annotated.functions().end()) {
-    if (std::optional<Any> value = FuncAttr((*found).second, kOpPatternAttr)) {
+    if (std::optional<Any> value = FuncAttr((*found).second, schema::attr::OpPattern)) {
       pattern = value->cast<int64_t>();
     }
   }

@@ -32,9 +32,6 @@ using namespace ir::schema;
 
 namespace {
 
-/*! \brief Annotation of `storage_align`: [(buffer index, dim, factor, offset)]. */
-constexpr const char* kBufferDimAlign = "buffer_dim_align";
-
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 // ---- storage scopes and threads ----------------------------------------------------------------
@@ -192,7 +189,7 @@ class RegionCollector : public ScopedVisitor {
     }
     if (site.kind == AllocationSite::Kind::kAllocBuffer) {
       Map<String, Any> annotations = AllocBuffer(site.node).annotations();
-      if (auto it = annotations.find(kBufferDimAlign); it != annotations.end()) {
+      if (auto it = annotations.find(schema::attr::BufferDimAlign); it != annotations.end()) {
         RecordDimAlign(&t, (*it).second, /*block=*/nullptr);
       }
     }
@@ -290,7 +287,7 @@ class RegionCollector : public ScopedVisitor {
       }
     }
     Map<String, Any> annotations = block.annotations();
-    if (auto it = annotations.find(kBufferDimAlign); it != annotations.end()) {
+    if (auto it = annotations.find(schema::attr::BufferDimAlign); it != annotations.end()) {
       RecordDimAlign(nullptr, (*it).second, &block);
     }
   }

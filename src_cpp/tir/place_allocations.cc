@@ -26,8 +26,6 @@ namespace {
 
 /*! \brief Annotation marking the allocations step 2 annotated, so step 4 can find them. */
 constexpr const char* kPlacementMarker = "tvm_memplan.placement";
-constexpr const char* kGlobalScope = "global";
-constexpr const char* kWorkspaceScope = "global.workspace";
 
 /*! \brief What step 4 needs for one function. */
 struct Expectation {

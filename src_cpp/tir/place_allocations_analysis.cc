@@ -22,11 +22,6 @@ using target::StackLimits;
 
 namespace {
 
-constexpr const char* kGlobalScope = "global";
-constexpr const char* kLocalScope = "local";
-constexpr const char* kStackScope = "global.stack";
-constexpr const char* kWorkspaceScope = "global.workspace";
-
 /*! \brief An allocation and the device context it is made in. */
 struct AllocationSite {
   Buffer buffer;

@@ -55,6 +55,12 @@ enum class Placement {
 /*! \brief "stack", "workspace", "unlowered", "stock". */
 const char* PlacementName(Placement placement);
 
+// Storage scopes the placement rules name ("" is "global" in TVM).
+inline constexpr const char* kGlobalScope = "global";
+inline constexpr const char* kLocalScope = "local";
+inline constexpr const char* kStackScope = "global.stack";
+inline constexpr const char* kWorkspaceScope = "global.workspace";
+
 /*!
  * \brief The storage scope TagAllocationPlacement gives `disable_lower_builtin` allocations so
  *        the request survives StorageRewrite (which drops annotations but keeps scopes).

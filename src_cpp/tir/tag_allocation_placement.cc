@@ -20,8 +20,6 @@ using namespace ir;
 
 namespace {
 
-constexpr const char* kWorkspaceScope = "global.workspace";
-
 /*! \brief The scope that carries `d` through StorageRewrite, or "" when its own scope does. */
 std::string CarrierScope(const std::string& function, const AllocationDecision& d) {
   if (!Is<AllocBuffer>(d.node)) return "";
