@@ -72,16 +72,8 @@ SchemaQuery BuiltinSchema() {
 #define TVM_MEMPLAN_GLOBAL(Name, name, signature) query.globals.emplace_back(name, signature);
 #define TVM_MEMPLAN_OP(Name, name) query.ops.push_back(name);
 #define TVM_MEMPLAN_CONFIG(Name, key) query.configs.push_back(key);
-#define TVM_MEMPLAN_ATTR(Name, key)
 #define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration) query.symbols.push_back(mangled);
 #include "ir/schema.def"
-#undef TVM_MEMPLAN_TYPE
-#undef TVM_MEMPLAN_FIELD
-#undef TVM_MEMPLAN_GLOBAL
-#undef TVM_MEMPLAN_OP
-#undef TVM_MEMPLAN_CONFIG
-#undef TVM_MEMPLAN_ATTR
-#undef TVM_MEMPLAN_SYMBOL
   return query;
 }
 
@@ -168,6 +160,29 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   namespace refl = tvm::ffi::reflection;
   refl::GlobalDef()
       .def("tvm_memplan.ir.SelfCheck", []() { return ToFFI(CheckSchema(BuiltinSchema())); })
+      .def("tvm_memplan.ir.BuiltinSchema",
+           []() {
+             SchemaQuery query = BuiltinSchema();
+             Map<String, Any> out;
+             auto names = [](const auto& entries) {
+               Array<String> list;
+               for (const auto& entry : entries) {
+                 if constexpr (std::is_same_v<std::decay_t<decltype(entry)>, std::string>) {
+                   list.push_back(entry);
+                 } else {
+                   list.push_back(entry.first + " " + entry.second);
+                 }
+               }
+               return list;
+             };
+             out.Set("types", names(query.types));
+             out.Set("fields", names(query.fields));
+             out.Set("globals", names(query.globals));
+             out.Set("ops", names(query.ops));
+             out.Set("configs", names(query.configs));
+             out.Set("symbols", names(query.symbols));
+             return out;
+           })
       .def("tvm_memplan.ir.CheckSchema",
            [](Array<String> types, Array<Array<String>> fields, Array<Array<String>> globals,
               Array<String> ops, Array<String> configs, Array<String> symbols) {

@@ -26,133 +26,42 @@ namespace schema {
 
 namespace type {
 #define TVM_MEMPLAN_TYPE(Name, key) inline const TypeKey Name(key);
-#define TVM_MEMPLAN_FIELD(TypeName, field)
-#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
-#define TVM_MEMPLAN_OP(Name, name)
-#define TVM_MEMPLAN_CONFIG(Name, key)
-#define TVM_MEMPLAN_ATTR(Name, key)
-#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
-#undef TVM_MEMPLAN_TYPE
-#undef TVM_MEMPLAN_FIELD
-#undef TVM_MEMPLAN_GLOBAL
-#undef TVM_MEMPLAN_OP
-#undef TVM_MEMPLAN_CONFIG
-#undef TVM_MEMPLAN_ATTR
-#undef TVM_MEMPLAN_SYMBOL
 }  // namespace type
 
 namespace field {
-#define TVM_MEMPLAN_TYPE(Name, key)
 #define TVM_MEMPLAN_FIELD(TypeName, field) \
   inline const FieldKey TypeName##_##field(type::TypeName, #field);
-#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
-#define TVM_MEMPLAN_OP(Name, name)
-#define TVM_MEMPLAN_CONFIG(Name, key)
-#define TVM_MEMPLAN_ATTR(Name, key)
-#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
-#undef TVM_MEMPLAN_TYPE
-#undef TVM_MEMPLAN_FIELD
-#undef TVM_MEMPLAN_GLOBAL
-#undef TVM_MEMPLAN_OP
-#undef TVM_MEMPLAN_CONFIG
-#undef TVM_MEMPLAN_ATTR
-#undef TVM_MEMPLAN_SYMBOL
 }  // namespace field
 
 namespace func {
-#define TVM_MEMPLAN_TYPE(Name, key)
-#define TVM_MEMPLAN_FIELD(TypeName, field)
 #define TVM_MEMPLAN_GLOBAL(Name, name, signature) inline const GlobalFunc Name(name);
-#define TVM_MEMPLAN_OP(Name, name)
-#define TVM_MEMPLAN_CONFIG(Name, key)
-#define TVM_MEMPLAN_ATTR(Name, key)
-#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
-#undef TVM_MEMPLAN_TYPE
-#undef TVM_MEMPLAN_FIELD
-#undef TVM_MEMPLAN_GLOBAL
-#undef TVM_MEMPLAN_OP
-#undef TVM_MEMPLAN_CONFIG
-#undef TVM_MEMPLAN_ATTR
-#undef TVM_MEMPLAN_SYMBOL
 }  // namespace func
 
 /*! \brief Operator names (ir.Op.name); compare against `OpName(call_op)`. */
 namespace op {
-#define TVM_MEMPLAN_TYPE(Name, key)
-#define TVM_MEMPLAN_FIELD(TypeName, field)
-#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
 #define TVM_MEMPLAN_OP(Name, name) inline constexpr const char* Name = name;
-#define TVM_MEMPLAN_CONFIG(Name, key)
-#define TVM_MEMPLAN_ATTR(Name, key)
-#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
-#undef TVM_MEMPLAN_TYPE
-#undef TVM_MEMPLAN_FIELD
-#undef TVM_MEMPLAN_GLOBAL
-#undef TVM_MEMPLAN_OP
-#undef TVM_MEMPLAN_CONFIG
-#undef TVM_MEMPLAN_ATTR
-#undef TVM_MEMPLAN_SYMBOL
 }  // namespace op
 
 /*! \brief PassContext option keys that TVM registers. */
 namespace config {
-#define TVM_MEMPLAN_TYPE(Name, key)
-#define TVM_MEMPLAN_FIELD(TypeName, field)
-#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
-#define TVM_MEMPLAN_OP(Name, name)
 #define TVM_MEMPLAN_CONFIG(Name, key) inline constexpr const char* Name = key;
-#define TVM_MEMPLAN_ATTR(Name, key)
-#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
-#undef TVM_MEMPLAN_TYPE
-#undef TVM_MEMPLAN_FIELD
-#undef TVM_MEMPLAN_GLOBAL
-#undef TVM_MEMPLAN_OP
-#undef TVM_MEMPLAN_CONFIG
-#undef TVM_MEMPLAN_ATTR
-#undef TVM_MEMPLAN_SYMBOL
 }  // namespace config
 
 /*! \brief Attribute and annotation keys TVM reads (function attrs, AttrStmt keys, annotations). */
 namespace attr {
-#define TVM_MEMPLAN_TYPE(Name, key)
-#define TVM_MEMPLAN_FIELD(TypeName, field)
-#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
-#define TVM_MEMPLAN_OP(Name, name)
-#define TVM_MEMPLAN_CONFIG(Name, key)
 #define TVM_MEMPLAN_ATTR(Name, key) inline constexpr const char* Name = key;
-#define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration)
 #include "ir/schema.def"
-#undef TVM_MEMPLAN_TYPE
-#undef TVM_MEMPLAN_FIELD
-#undef TVM_MEMPLAN_GLOBAL
-#undef TVM_MEMPLAN_OP
-#undef TVM_MEMPLAN_CONFIG
-#undef TVM_MEMPLAN_ATTR
-#undef TVM_MEMPLAN_SYMBOL
 }  // namespace attr
 
 /*! \brief C++ functions exported by libtvm_compiler.so (see ExportedSymbol). */
 namespace symbol {
-#define TVM_MEMPLAN_TYPE(Name, key)
-#define TVM_MEMPLAN_FIELD(TypeName, field)
-#define TVM_MEMPLAN_GLOBAL(Name, name, signature)
-#define TVM_MEMPLAN_OP(Name, name)
-#define TVM_MEMPLAN_CONFIG(Name, key)
-#define TVM_MEMPLAN_ATTR(Name, key)
 #define TVM_MEMPLAN_SYMBOL(Name, mangled, declaration) inline const ExportedSymbol Name(mangled);
 #include "ir/schema.def"
-#undef TVM_MEMPLAN_TYPE
-#undef TVM_MEMPLAN_FIELD
-#undef TVM_MEMPLAN_GLOBAL
-#undef TVM_MEMPLAN_OP
-#undef TVM_MEMPLAN_CONFIG
-#undef TVM_MEMPLAN_ATTR
-#undef TVM_MEMPLAN_SYMBOL
 }  // namespace symbol
 
 /*! \brief What the self-check may be asked about: names that need not be in schema.def. */
