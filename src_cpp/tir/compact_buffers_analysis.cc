@@ -257,8 +257,8 @@ class RegionCollector : public ScopedVisitor {
     }
     if (!t) return;
     std::string key = attr.attr_key();
-    if (key == "double_buffer_scope" || key == "storage_alignment" || key == "volatile_scope" ||
-        StartsWith(key, "pragma_")) {
+    if (key == schema::attr::DoubleBufferScope || key == schema::attr::StorageAlignment ||
+        key == schema::attr::VolatileScope || StartsWith(key, schema::attr::PragmaPrefix)) {
       return;
     }
     GiveUp(t, "attribute `" + key + "` names it");
