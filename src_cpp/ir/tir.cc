@@ -294,14 +294,6 @@ AllocBuffer MakeAllocBuffer(const Buffer& buffer, const Map<String, Any>& annota
 
 std::optional<Buffer> DeclBuffer::viewed_buffer() const { return BufferOfDataPointer(data()); }
 
-DeclBuffer DeclBuffer::WithBuffer(const Buffer& buffer) const {
-  return DeclBuffer(WithFields(ref_, {{&field::DeclBuffer_buffer, buffer.ref()}}));
-}
-
-DeclBuffer DeclBuffer::WithData(const ObjectRef& data) const {
-  return DeclBuffer(WithFields(ref_, {{&field::DeclBuffer_data, data}}));
-}
-
 DeclBuffer DeclBuffer::WithBufferAndData(const Buffer& buffer, const ObjectRef& data) const {
   return DeclBuffer(WithFields(
       ref_, {{&field::DeclBuffer_buffer, buffer.ref()}, {&field::DeclBuffer_data, data}}));

@@ -120,8 +120,6 @@ class DeclBuffer : public NodeView {
   ObjectRef data() const { return schema::field::DeclBuffer_data.Get<ObjectRef>(ref_); }
   /*! \brief B when the data is `B.data` (a view of buffer B), else nullopt. */
   std::optional<Buffer> viewed_buffer() const;
-  DeclBuffer WithBuffer(const Buffer& buffer) const;
-  DeclBuffer WithData(const ObjectRef& data) const;
   DeclBuffer WithBufferAndData(const Buffer& buffer, const ObjectRef& data) const;
 };
 
