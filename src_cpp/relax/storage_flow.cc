@@ -1,0 +1,224 @@
+/*!
+ * \file relax/storage_flow.cc
+ * \brief The points-to analysis over storage roots.
+ */
+#include "relax/storage_flow.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+using ir::relax::Function;
+using ir::relax::IsConstant;
+using ir::relax::IsExternFunc;
+using ir::relax::IsGlobalVar;
+using ir::relax::IsVar;
+using ir::relax::Tuple;
+using ir::relax::TupleGetItem;
+using ir::relax::TupleType;
+using ir::relax::TypeOf;
+
+RootSet Union(const RootSet& a, const RootSet& b) {
+  RootSet out;
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+bool Intersects(const RootSet& a, const RootSet& b) {
+  auto i = a.begin();
+  auto j = b.begin();
+  while (i != a.end() && j != b.end()) {
+    if (*i == *j) return true;
+    if (*i < *j) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return false;
+}
+
+Value TupleOf(std::vector<Value> fields) {
+  Value tuple;
+  for (const Value& field : fields) tuple.roots = Union(tuple.roots, field.roots);
+  tuple.fields = std::make_shared<const std::vector<Value>>(std::move(fields));
+  return tuple;
+}
+
+Value Join(const Value& a, const Value& b) {
+  if (a.fields && b.fields && a.fields->size() == b.fields->size()) {
+    std::vector<Value> fields;
+    for (size_t i = 0; i < a.fields->size(); ++i) {
+      fields.push_back(Join((*a.fields)[i], (*b.fields)[i]));
+    }
+    return TupleOf(std::move(fields));
+  }
+  return Value{Union(a.roots, b.roots), nullptr};
+}
+
+StorageFlow::StorageFlow(const std::vector<Step>& steps) : steps_(steps) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const Object* var : steps[i].uses) uses_[var].push_back(static_cast<int64_t>(i));
+  }
+}
+
+RootId StorageFlow::NewRoot(RootKind kind, std::string origin, int64_t step) {
+  roots_.push_back(Root{kind, std::move(origin), "", step, {}});
+  return static_cast<RootId>(roots_.size() - 1);
+}
+
+void StorageFlow::Define(const ObjectRef& var, Value value) {
+  auto it = uses_.find(var.get());
+  if (it != uses_.end()) {
+    for (RootId root : value.roots) {
+      std::vector<int64_t>& uses = roots_[root].uses;
+      uses.insert(uses.end(), it->second.begin(), it->second.end());
+    }
+  }
+  env_[var.get()] = std::move(value);
+}
+
+void StorageFlow::Escape(const RootSet& roots, const std::string& why) {
+  for (RootId root : roots) {
+    if (roots_[root].escape.empty()) roots_[root].escape = why;
+  }
+}
+
+const Value* StorageFlow::Find(const Object* var) const {
+  auto it = env_.find(var);
+  return it == env_.end() ? nullptr : &it->second;
+}
+
+bool StorageFlow::OnlyConstants(const RootSet& roots) const {
+  return std::all_of(roots.begin(), roots.end(),
+                     [&](RootId r) { return roots_[r].kind == RootKind::kConstant; });
+}
+
+Value StorageFlow::Fresh(const ObjectRef& type, RootKind kind, const std::string& origin,
+                         int64_t step) {
+  if (std::optional<TupleType> tuple = As<TupleType>(type)) {
+    std::vector<Value> fields;
+    for (const ObjectRef& field : tuple->fields()) {
+      fields.push_back(Fresh(field, kind, origin, step));
+    }
+    return TupleOf(std::move(fields));
+  }
+  return Value{{NewRoot(kind, origin, step)}, nullptr};
+}
+
+Value StorageFlow::Opaque(const RootSet& args, const std::string& origin, int64_t step) {
+  return Value{Union(args, {NewRoot(RootKind::kForeign, origin, step)}), nullptr};
+}
+
+Value StorageFlow::Eval(const ObjectRef& expr, int64_t step, const std::string& where) {
+  if (!expr.defined()) return {};
+  if (IsVar(expr)) {
+    if (const Value* value = Find(expr.get())) return *value;
+    return Opaque({}, "unbound variable `" + Var(expr).name() + "`", step);
+  }
+  if (IsConstant(expr)) return Value{{NewRoot(RootKind::kConstant, "a constant", step)}, nullptr};
+  if (std::optional<Tuple> tuple = As<Tuple>(expr)) {
+    std::vector<Value> fields;
+    for (const ObjectRef& field : tuple->fields()) fields.push_back(Eval(field, step, where));
+    return TupleOf(std::move(fields));
+  }
+  if (std::optional<TupleGetItem> get = As<TupleGetItem>(expr)) {
+    Value tuple = Eval(get->tuple(), step, where);
+    int64_t index = get->index();
+    if (tuple.fields && index >= 0 && index < static_cast<int64_t>(tuple.fields->size())) {
+      return (*tuple.fields)[index];
+    }
+    return Value{tuple.roots, nullptr};
+  }
+  if (Is<Function>(expr)) {
+    // A closure may run at any later point: what it captures escapes.
+    RootSet captured;
+    for (const Object* var : UsedVars(expr)) {
+      if (const Value* value = Find(var)) captured = Union(captured, value->roots);
+    }
+    Escape(captured, "captured by the closure " + where);
+    return Opaque(captured, "the closure " + where, step);
+  }
+  if (schema::type::ShapeExpr.IsInstance(expr) || IsGlobalVar(expr) || IsExternFunc(expr)) {
+    return {};
+  }
+  // Anything else (not normalized): whatever its variables refer to, or unknown storage.
+  RootSet used;
+  for (const Object* var : UsedVars(expr)) {
+    if (const Value* value = Find(var)) used = Union(used, value->roots);
+  }
+  return Opaque(used, "the " + TypeKeyOf(expr) + " at " + where, step);
+}
+
+Value StorageFlow::CallResult(const Call& call, const MemoryEffect& effect, int64_t step,
+                              const std::string& where) {
+  using Kind = MemoryEffect::Kind;
+  Array<ObjectRef> call_args = call.args();
+  RootSet args;
+  for (const ObjectRef& arg : call_args) args = Union(args, Eval(arg, step, where).roots);
+  // A call of a function value (a closure variable) may also return what it captured.
+  bool calls_value = call.op_name().empty() && !IsGlobalVar(call.op()) && !IsExternFunc(call.op());
+  if (calls_value) args = Union(args, Eval(call.op(), step, where).roots);
+  if (effect.escapes) Escape(args, "passed to " + effect.what + " at " + where);
+  ObjectRef type = TypeOf(call.ref());
+  bool from_constants = effect.allocator == MemoryEffect::Allocator::kNone && OnlyConstants(args);
+  RootKind fresh_kind = from_constants ? RootKind::kConstant : RootKind::kAllocated;
+  std::string fresh_origin = fresh_kind == RootKind::kConstant
+                                 ? where + ", computed from constants only"
+                                 : "the result of " + where;
+  switch (effect.kind) {
+    case Kind::kAllocate:
+      return Fresh(type, fresh_kind, fresh_origin, step);
+    case Kind::kMaybeView:
+      return Value{Union(args, Fresh(type, fresh_kind, fresh_origin, step).roots), nullptr};
+    case Kind::kView:
+      if (effect.source >= 0 && effect.source < static_cast<int64_t>(call_args.size())) {
+        return Value{Eval(call_args[effect.source], step, where).roots, nullptr};
+      }
+      return Opaque(args, where, step);
+    case Kind::kUse:
+      return {};
+    case Kind::kInplace: {
+      std::optional<Tuple> tuple =
+          call_args.size() > 1 ? As<Tuple>(call_args[1]) : std::optional<Tuple>();
+      if (!tuple) return Opaque(args, where, step);
+      Array<ObjectRef> fields = tuple->fields();
+      auto output = [&](int64_t index, const ObjectRef& output_type) -> Value {
+        if (index < 0)
+          return Fresh(output_type, RootKind::kAllocated, "the result of " + where, step);
+        if (index >= static_cast<int64_t>(fields.size())) return Opaque(args, where, step);
+        return Eval(fields[index], step, where);
+      };
+      const std::vector<int64_t>& indices = effect.inplace_indices;
+      std::optional<TupleType> outputs = As<TupleType>(type);
+      if (!outputs) return output(indices[0], type);
+      std::vector<Value> values;
+      Array<ObjectRef> output_types = outputs->fields();
+      for (size_t i = 0; i < output_types.size(); ++i) {
+        values.push_back(i < indices.size() ? output(indices[i], output_types[i])
+                                            : Opaque(args, where, step));
+      }
+      return TupleOf(std::move(values));
+    }
+    case Kind::kOpaque:
+      return Opaque(args, call.op_name().empty() ? "the call at " + where : where, step);
+  }
+  return Opaque(args, where, step);
+}
+
+Value StorageFlow::StepValue(int64_t index, const MemoryEffect* effect) {
+  const Step& step = steps_[index];
+  std::string where = "`" + step.binding->var().name() + "`";
+  if (step.kind == Step::Kind::kIfResult) {
+    return Join(Eval(step.true_result, index, where), Eval(step.false_result, index, where));
+  }
+  if (effect != nullptr) return CallResult(Call(step.expr), *effect, index, where);
+  return Eval(step.expr, index, where);
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

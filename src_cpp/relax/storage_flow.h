@@ -1,0 +1,126 @@
+/*!
+ * \file relax/storage_flow.h
+ * \brief Which storage each Relax value may refer to, and where that storage is read: a
+ *        points-to analysis over storage roots, run forward over a function's program points.
+ *
+ * \code
+ *   a = R.exp(x)             # kAllocate: a -> {r1}                 (x -> {r0}, a parameter)
+ *   t = (a, x)               # t -> ({r1}, {r0})
+ *   v = R.reshape(t[0], s)   # kView: v -> {r1}
+ *   c = R.add(v, a)          # reads r1 here; c -> {r2}
+ *   return c                 # r2 reaches the result
+ *   // root r1: defined at step 0, read at steps 1, 2, 3 (through t and v)
+ * \endcode
+ *
+ * A storage root is one allocation (or a parameter, a constant, storage of unknown origin).
+ * Each step that reads a variable reads every root the variable may refer to, so a root's
+ * reads cover all its aliases: tuples, tuple items, views, match_cast, `if` results, results
+ * of calls that may return an argument. What a call does comes from MemoryEffects, decided
+ * once per binding by the caller. The in-place analysis asks whether a root is read after a
+ * step; the memory planner asks for its first and last step.
+ */
+#ifndef TVM_MEMPLAN_RELAX_STORAGE_FLOW_H_
+#define TVM_MEMPLAN_RELAX_STORAGE_FLOW_H_
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "relax/memory_effects.h"
+#include "relax/program_points.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using RootId = int32_t;
+/*! \brief A sorted set of roots. */
+using RootSet = std::vector<RootId>;
+
+RootSet Union(const RootSet& a, const RootSet& b);
+bool Intersects(const RootSet& a, const RootSet& b);
+
+/*!
+ * \brief What a value may refer to: `roots` holds every storage reachable from it (through
+ *        tuple fields too); `fields` is the tuple structure when it is known.
+ */
+struct Value {
+  RootSet roots;
+  std::shared_ptr<const std::vector<Value>> fields = nullptr;
+};
+
+Value TupleOf(std::vector<Value> fields);
+/*! \brief A value that may be either `a` or `b`. */
+Value Join(const Value& a, const Value& b);
+
+/*! \brief Who owns a storage root. */
+enum class RootKind {
+  /*! \brief Allocated by a call of this function. */
+  kAllocated,
+  /*! \brief A function parameter: the caller owns it. */
+  kParam,
+  /*! \brief A constant, or computed from constants only (FoldConstant may make it one). */
+  kConstant,
+  /*! \brief Returned by a call of a function or an opaque operator: may be anything. */
+  kForeign,
+};
+
+struct Root {
+  RootKind kind;
+  /*! \brief Where the storage comes from, for messages. */
+  std::string origin;
+  /*! \brief Non-empty once the storage escaped (impure call, closure): why. */
+  std::string escape;
+  /*! \brief The step that created the root (-1: a parameter). */
+  int64_t step = -1;
+  /*! \brief Steps reading a variable that may refer to this storage, in no particular order. */
+  std::vector<int64_t> uses;
+};
+
+class StorageFlow {
+ public:
+  /*! \brief Over the program points of one function (kept by reference). */
+  explicit StorageFlow(const std::vector<Step>& steps);
+
+  /*! \brief A new root created at `step`. */
+  RootId NewRoot(RootKind kind, std::string origin, int64_t step);
+  /*! \brief Bind `var` to `value`: its roots are read wherever the var is. */
+  void Define(const ObjectRef& var, Value value);
+  /*! \brief Mark `roots` as escaped, for `why` (the first reason is kept). */
+  void Escape(const RootSet& roots, const std::string& why);
+
+  /*!
+   * \brief The value of `expr` evaluated at `step`: variables, constants, tuples and tuple
+   *        items, shapes; closures (what they capture escapes) and anything else (opaque).
+   *        Calls go through CallResult.
+   */
+  Value Eval(const ObjectRef& expr, int64_t step, const std::string& where);
+  /*! \brief The value of `call`, whose effect is `effect`, at `step` (arguments that escape
+   *         are marked). */
+  Value CallResult(const ir::Call& call, const MemoryEffect& effect, int64_t step,
+                   const std::string& where);
+  /*! \brief The value the binding or `if` merge of kBinding / kIfResult `step` defines. */
+  Value StepValue(int64_t step, const MemoryEffect* effect);
+
+  /*! \brief Fresh storage for a result of type `type` (one root per tensor of a tuple). */
+  Value Fresh(const ObjectRef& type, RootKind kind, const std::string& origin, int64_t step);
+  /*! \brief A result that may be any of `args` or storage of unknown origin. */
+  Value Opaque(const RootSet& args, const std::string& origin, int64_t step);
+
+  const Value* Find(const Object* var) const;
+  const Root& root(RootId id) const { return roots_[id]; }
+  size_t num_roots() const { return roots_.size(); }
+  bool OnlyConstants(const RootSet& roots) const;
+
+ private:
+  const std::vector<Step>& steps_;
+  /*! \brief Variable -> the steps reading it. */
+  std::unordered_map<const Object*, std::vector<int64_t>> uses_;
+  std::unordered_map<const Object*, Value> env_;
+  std::vector<Root> roots_;
+};
+
+}  // namespace relax
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_RELAX_STORAGE_FLOW_H_
