@@ -1,8 +1,10 @@
-"""A small model zoo written with ``tvm.relax.frontend.nn``, for the in-place benchmark.
+"""A small model zoo written with ``tvm.relax.frontend.nn``, for the tests and benchmarks.
 
 Each builder returns ``(IRModule, function name)``; the exported function takes the model
 input first and the weights after it (``export_tvm``'s layout), so weights are parameters the
-caller owns, as in a deployed model.
+caller owns, as in a deployed model. Besides small blocks (an MLP, one transformer block, an
+LSTM cell) the zoo holds scaled-down versions of the architectures users deploy: a ResNet, a
+MobileNetV2, a DenseNet, a U-Net and a vision transformer.
 """
 
 from __future__ import annotations
@@ -133,6 +135,186 @@ class LSTMCell(nn.Module):
         return op.sigmoid(o) * op.tanh(c), c
 
 
+class BasicBlock(nn.Module):
+    """ResNet's basic block: two 3x3 convolutions and a residual (a 1x1 projection when the
+    stride or the width changes)."""
+
+    def __init__(self, inputs: int, outputs: int, stride: int):
+        self.conv1 = nn.Conv2D(inputs, outputs, 3, stride=stride, padding=1)
+        self.conv2 = nn.Conv2D(outputs, outputs, 3, padding=1)
+        self.project = (
+            nn.Conv2D(inputs, outputs, 1, stride=stride)
+            if stride != 1 or inputs != outputs
+            else None
+        )
+
+    def forward(self, x: nn.Tensor):
+        skip = self.project(x) if self.project is not None else x
+        return nn.relu(self.conv2(nn.relu(self.conv1(x))) + skip)
+
+
+class ResNet(nn.Module):
+    """ResNet-18-like: a stem, three stages of two basic blocks (stride 2 between stages),
+    global average pooling and a classifier."""
+
+    def __init__(self, widths=(16, 32, 64), classes: int = 10):
+        self.stem = nn.Conv2D(3, widths[0], 3, padding=1)
+        blocks = []
+        inputs = widths[0]
+        for stage, width in enumerate(widths):
+            for index in range(2):
+                stride = 2 if stage > 0 and index == 0 else 1
+                blocks.append(BasicBlock(inputs, width, stride))
+                inputs = width
+        self.blocks = nn.ModuleList(blocks)
+        self.head = nn.Linear(inputs, classes)
+
+    def forward(self, x: nn.Tensor):
+        h = nn.relu(self.stem(x))
+        for block in self.blocks:
+            h = block(h)
+        return self.head(_global_average_pool(h))
+
+
+def _global_average_pool(x: nn.Tensor) -> nn.Tensor:
+    batch, channels, height, width = x.shape
+    return op.sum(x, axis=[2, 3]) * (1.0 / (height * width))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1x1 expansion, 3x3 depthwise convolution, 1x1 linear projection,
+    and a residual when the shape is kept."""
+
+    def __init__(self, inputs: int, outputs: int, stride: int, expand: int = 6):
+        hidden = inputs * expand
+        self.expand = nn.Conv2D(inputs, hidden, 1)
+        self.depthwise = nn.Conv2D(hidden, hidden, 3, stride=stride, padding=1, groups=hidden)
+        self.project = nn.Conv2D(hidden, outputs, 1)
+        self.residual = stride == 1 and inputs == outputs
+
+    def forward(self, x: nn.Tensor):
+        h = op.relu6(self.depthwise(op.relu6(self.expand(x))))
+        h = self.project(h)
+        return h + x if self.residual else h
+
+
+class MobileNetV2(nn.Module):
+    """MobileNetV2-like at low resolution: a strided stem and seven inverted residuals."""
+
+    # (output channels, stride) per block
+    BLOCKS = ((8, 1), (12, 2), (12, 1), (16, 2), (16, 1), (24, 2), (24, 1))
+
+    def __init__(self, classes: int = 10):
+        self.stem = nn.Conv2D(3, 8, 3, stride=2, padding=1)
+        blocks = []
+        inputs = 8
+        for outputs, stride in self.BLOCKS:
+            blocks.append(InvertedResidual(inputs, outputs, stride))
+            inputs = outputs
+        self.blocks = nn.ModuleList(blocks)
+        self.head = nn.Linear(inputs, classes)
+
+    def forward(self, x: nn.Tensor):
+        h = op.relu6(self.stem(x))
+        for block in self.blocks:
+            h = block(h)
+        return self.head(_global_average_pool(h))
+
+
+class DenseBlock(nn.Module):
+    """DenseNet's block: every layer sees the concatenation of all earlier feature maps."""
+
+    def __init__(self, inputs: int, growth: int, layers: int):
+        self.bottlenecks = nn.ModuleList(
+            [nn.Conv2D(inputs + i * growth, 2 * growth, 1) for i in range(layers)]
+        )
+        self.convs = nn.ModuleList(
+            [nn.Conv2D(2 * growth, growth, 3, padding=1) for _ in range(layers)]
+        )
+
+    def forward(self, x: nn.Tensor):
+        features = [x]
+        for bottleneck, conv in zip(self.bottlenecks, self.convs, strict=True):
+            h = op.concat(features, dim=1) if len(features) > 1 else features[0]
+            features.append(conv(nn.relu(bottleneck(nn.relu(h)))))
+        return op.concat(features, dim=1)
+
+
+class DenseNet(nn.Module):
+    """DenseNet-like: two dense blocks of four layers with a strided transition between."""
+
+    def __init__(self, growth: int = 8, layers: int = 4, classes: int = 10):
+        self.stem = nn.Conv2D(3, 2 * growth, 3, padding=1)
+        width = 2 * growth
+        self.block1 = DenseBlock(width, growth, layers)
+        width += layers * growth
+        self.transition = nn.Conv2D(width, width // 2, 3, stride=2, padding=1)
+        width //= 2
+        self.block2 = DenseBlock(width, growth, layers)
+        width += layers * growth
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x: nn.Tensor):
+        h = self.block1(self.stem(x))
+        h = self.block2(nn.relu(self.transition(nn.relu(h))))
+        return self.head(_global_average_pool(nn.relu(h)))
+
+
+class DoubleConv(nn.Module):
+    def __init__(self, inputs: int, outputs: int):
+        self.conv1 = nn.Conv2D(inputs, outputs, 3, padding=1)
+        self.conv2 = nn.Conv2D(outputs, outputs, 3, padding=1)
+
+    def forward(self, x: nn.Tensor):
+        return nn.relu(self.conv2(nn.relu(self.conv1(x))))
+
+
+class UNet(nn.Module):
+    """U-Net: two strided downsampling levels, a bottleneck, and a decoder that upsamples
+    (nearest) and concatenates the encoder's feature map at each level."""
+
+    def __init__(self, width: int = 8, classes: int = 2):
+        self.enc1 = DoubleConv(3, width)
+        self.down1 = nn.Conv2D(width, width, 3, stride=2, padding=1)
+        self.enc2 = DoubleConv(width, 2 * width)
+        self.down2 = nn.Conv2D(2 * width, 2 * width, 3, stride=2, padding=1)
+        self.bottleneck = DoubleConv(2 * width, 4 * width)
+        self.dec2 = DoubleConv(4 * width + 2 * width, 2 * width)
+        self.dec1 = DoubleConv(2 * width + width, width)
+        self.head = nn.Conv2D(width, classes, 1)
+
+    def forward(self, x: nn.Tensor):
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.down1(e1))
+        b = self.bottleneck(self.down2(e2))
+        d2 = self.dec2(op.concat([op.interpolate(b, scale_factor=2.0), e2], dim=1))
+        d1 = self.dec1(op.concat([op.interpolate(d2, scale_factor=2.0), e1], dim=1))
+        return self.head(d1)
+
+
+class VisionTransformer(nn.Module):
+    """ViT-like: a strided convolution cuts patches, a learned position embedding, transformer
+    encoder blocks, a final norm, mean pooling over tokens and a classifier."""
+
+    def __init__(self, image: int = 32, patch: int = 4, dim: int = 64, depth: int = 2):
+        self.tokens = (image // patch) ** 2
+        self.dim = dim
+        self.patchify = nn.Conv2D(3, dim, patch, stride=patch)
+        self.position = nn.Parameter((1, self.tokens, dim), "float32")
+        self.blocks = nn.ModuleList([TransformerBlock(dim, heads=4) for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, 10)
+
+    def forward(self, x: nn.Tensor):
+        batch = x.shape[0]
+        h = op.reshape(self.patchify(x), (batch, self.dim, self.tokens))
+        h = op.permute_dims(h, [0, 2, 1]) + self.position
+        for block in self.blocks:
+            h = block(h)
+        pooled = op.sum(self.norm(h), axis=1) * (1.0 / self.tokens)
+        return self.head(pooled)
+
+
 def _export(module: nn.Module, shape, dtype: str = "float32"):
     mod, _ = module.export_tvm(spec={"forward": {"x": nn.spec.Tensor(shape, dtype)}})
     return mod, "forward"
@@ -169,10 +351,35 @@ def transformer_stack(depth: int = 24):
     return _export(TransformerStack(depth), (1, 16, 64))
 
 
+def resnet():
+    return _export(ResNet(), (1, 3, 32, 32))
+
+
+def mobilenet_v2():
+    return _export(MobileNetV2(), (1, 3, 64, 64))
+
+
+def densenet():
+    return _export(DenseNet(), (1, 3, 32, 32))
+
+
+def unet():
+    return _export(UNet(), (1, 3, 32, 32))
+
+
+def vision_transformer():
+    return _export(VisionTransformer(), (1, 3, 32, 32))
+
+
 ZOO = {
     "mlp": mlp,
     "transformer_block": transformer_block,
     "small_cnn": small_cnn,
     "residual_net": residual_net,
     "lstm_cell": lstm_cell,
+    "resnet": resnet,
+    "mobilenet_v2": mobilenet_v2,
+    "densenet": densenet,
+    "unet": unet,
+    "vision_transformer": vision_transformer,
 }
