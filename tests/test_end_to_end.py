@@ -40,7 +40,9 @@ CPU_WORKLOADS = sorted(name for name, workload in WORKLOADS.items() if not workl
 INPLACE = "tvm_memplan.DataflowUseInplaceCalls"
 STOCK_COMPACTION = "s_tir.CompactBufferAllocation"
 OUR_COMPACTION = "tvm_memplan.CompactBufferAllocation"
-WATCHED = (INPLACE, STOCK_COMPACTION, OUR_COMPACTION)
+STOCK_PLANNER = "StaticPlanBlockMemory"
+OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
+WATCHED = (INPLACE, STOCK_COMPACTION, OUR_COMPACTION, STOCK_PLANNER, OUR_PLANNER)
 
 # What a "memplan" build must have run (besides TVM's passes), by kind of input.
 OUR_TIR_PASSES = {
@@ -48,7 +50,7 @@ OUR_TIR_PASSES = {
     "tvm_memplan.TagAllocationPlacement",
     "tvm_memplan.LowerTVMBuiltin",
 }
-OUR_RELAX_PASSES = OUR_TIR_PASSES | {INPLACE}
+OUR_RELAX_PASSES = OUR_TIR_PASSES | {INPLACE, OUR_PLANNER}
 
 
 @dataclass
@@ -160,6 +162,10 @@ def test_memplan_build_runs_our_passes_in_place_of_the_stock_ones(kind, name, ta
     assert expected <= ours, f"not run: {sorted(expected - ours)}"
     assert STOCK_COMPACTION not in ours
     assert STOCK_COMPACTION in stock
+    if kind == "model":
+        # Our planner plans every model of the zoo itself (it never needs the stock one).
+        assert STOCK_PLANNER not in ours
+        assert STOCK_PLANNER in stock
     assert not {p for p in stock if p.startswith("tvm_memplan.")}
 
 
@@ -182,15 +188,44 @@ def _count_calls(mod: tvm.IRModule, op_name: str) -> int:
 
 @pytest.mark.parametrize("model", MODELS)
 def test_memplan_build_of_a_model_makes_in_place_calls(model, build):
-    """The Relax pipeline hands the model itself to our in-place pass: the build contains the
-    in-place calls the pass makes on its own (every model of the zoo has some)."""
+    """The Relax pipeline hands the model itself to our in-place pass, judging by our planner:
+    the build contains the in-place calls the pass makes on its own (every model of the zoo has
+    some)."""
     mod, _ = ZOO[model]()
     expected = _count_calls(
-        tvm_memplan.transform.DataflowUseInplaceCalls()(mod), "relax.call_tir_inplace"
+        tvm_memplan.transform.DataflowUseInplaceCalls(planner="memplan")(mod),
+        "relax.call_tir_inplace",
     )
     assert expected > 0
     built = build("model", model, "llvm", "memplan").after[INPLACE]
     assert _count_calls(built, "relax.call_tir_inplace") == expected
+
+
+def _planned_bytes(mod: tvm.IRModule) -> int:
+    """Bytes the Relax functions allocate right after memory planning (shapes are static)."""
+    total = 0
+
+    def visit(node):
+        nonlocal total
+        if not (isinstance(node, tvm.relax.Call) and isinstance(node.op, tvm.ir.Op)):
+            return
+        if node.op.name == "relax.memory.alloc_storage":
+            total += int(node.args[0].values[0])
+        elif node.op.name == "relax.builtin.alloc_tensor":
+            elements = int(np.prod([int(v) for v in node.args[0].values]))
+            total += elements * tvm.runtime.DataType(node.args[1].value).bits // 8
+
+    for func in mod.functions.values():
+        if isinstance(func, tvm.relax.Function):
+            tvm.relax.analysis.post_order_visit(func, visit)
+    return total
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_memplan_build_of_a_model_plans_no_more_bytes_than_stock(model, build):
+    stock = _planned_bytes(build("model", model, "llvm", "stock").after[STOCK_PLANNER])
+    ours = _planned_bytes(build("model", model, "llvm", "memplan").after[OUR_PLANNER])
+    assert ours <= stock
 
 
 def _compacted_bytes(build: Build, pass_name: str) -> int:

@@ -8,14 +8,15 @@ stock ones they improve.
 TIR (``tir_pipeline="memplan"``): TVM's ``"s_tir"`` pipeline with our CompactBufferAllocation,
 placement tagging before StorageRewrite, and our LowerTVMBuiltin in the host finalization.
 Relax (``relax_pipeline="memplan"``): our DataflowUseInplaceCalls (it must run before
-LegalizeOps), then the Relax pipeline ``tvm.compile`` would have run for the target.
+LegalizeOps, and judges by our memory planner), then the Relax pipeline ``tvm.compile`` would
+have run for the target with our StaticPlanBlockMemory in place of TVM's.
 
-The TIR pipeline is built from the stock factory, not from a copy of its pass list: while the stock
-pipeline runs, the pass constructors listed in ``MAIN_SUBSTITUTIONS`` and
-``HOST_FINALIZE_SUBSTITUTIONS`` return our passes instead (only on the compiling thread; TVM's
-module attributes are restored afterwards). A substitution that never happens is an error, so a
-TVM whose pipeline stops building a pass through its module fails loudly instead of compiling
-without our pass.
+Both pipelines are built from the stock ones, not from copies of their pass lists: while a stock
+pipeline runs, the pass constructors listed in ``MAIN_SUBSTITUTIONS``,
+``HOST_FINALIZE_SUBSTITUTIONS`` and ``RELAX_SUBSTITUTIONS`` return our passes instead (only on
+the compiling thread; TVM's module attributes are restored afterwards). A substitution that
+never happens is an error, so a TVM whose pipeline stops building a pass through its module
+fails loudly instead of compiling without our pass.
 """
 
 from __future__ import annotations
@@ -34,12 +35,14 @@ from . import transform
 __all__ = [
     "HOST_FINALIZE_SUBSTITUTIONS",
     "MAIN_SUBSTITUTIONS",
+    "RELAX_SUBSTITUTIONS",
     "PIPELINE_NAME",
     "STOCK_PIPELINE",
     "Substitution",
     "compile",
     "memplan_pipeline",
     "memplan_relax_pipeline",
+    "stock_relax_pipeline",
 ]
 
 PIPELINE_NAME = "memplan"
@@ -138,14 +141,14 @@ def _substituted(substitutions: tuple[Substitution, ...]):
                     _installed[s.key] = (stock, users - 1)
 
 
-def _check_used(substitutions: tuple[Substitution, ...], used: set) -> None:
+def _check_used(substitutions: tuple[Substitution, ...], used: set, pipeline: str) -> None:
     ctx = tvm.transform.PassContext.current()
     missing = [s for s in substitutions if s.key not in used and s.required(ctx)]
     if missing:
         names = ", ".join(f"{s.module.__name__}.{s.name}" for s in missing)
         raise RuntimeError(
-            f'the "{PIPELINE_NAME}" TIR pipeline could not replace {names}: the stock '
-            f'"{STOCK_PIPELINE}" pipeline of this TVM no longer builds it through that module'
+            f'the "{PIPELINE_NAME}" {pipeline} could not replace {names}: the stock '
+            "pipeline of this TVM no longer builds it through that module"
         )
 
 
@@ -160,13 +163,13 @@ def memplan_pipeline(**kwargs):
     def main(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         with _substituted(MAIN_SUBSTITUTIONS) as used:
             mod = stock_main(mod)
-        _check_used(MAIN_SUBSTITUTIONS, used)
+        _check_used(MAIN_SUBSTITUTIONS, used, f'TIR pipeline (from "{STOCK_PIPELINE}")')
         return mod
 
     def finalize_host_passes():
         with _substituted(HOST_FINALIZE_SUBSTITUTIONS) as used:
             passes = stock_finalize_host()
-        _check_used(HOST_FINALIZE_SUBSTITUTIONS, used)
+        _check_used(HOST_FINALIZE_SUBSTITUTIONS, used, "TIR host finalization")
         return passes
 
     return main, finalize_host_passes, stock_finalize_device
@@ -178,7 +181,7 @@ tvm.tirx.register_tir_pipeline(PIPELINE_NAME, memplan_pipeline)
 # ---- Relax --------------------------------------------------------------------------------------
 
 
-def _stock_relax_pipeline(target: tvm.target.Target | None) -> tvm.transform.Pass:
+def stock_relax_pipeline(target: tvm.target.Target | None) -> tvm.transform.Pass:
     # What relax.build runs for relax_pipeline="default": the target's own pipeline on GPUs (it
     # schedules the TIR it creates), TVM's generic build pipeline otherwise.
     if target is not None and "gpu" in target.keys:
@@ -189,14 +192,28 @@ def _stock_relax_pipeline(target: tvm.target.Target | None) -> tvm.transform.Pas
     return tvm.relax.get_pipeline("default")
 
 
+# The passes of the stock Relax pipeline that "memplan" replaces.
+RELAX_SUBSTITUTIONS: tuple[Substitution, ...] = (
+    Substitution(
+        tvm.relax.transform,
+        "StaticPlanBlockMemory",
+        lambda stock: transform.StaticPlanBlockMemory(),
+    ),
+)
+
+
 @tvm.relax.register_pipeline(PIPELINE_NAME)
 def memplan_relax_pipeline() -> tvm.transform.Pass:
     """The Relax pipeline registered as ``"memplan"``: in-place calls, then the default."""
 
     @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanRelaxPipeline")
     def relax_pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
-        mod = transform.DataflowUseInplaceCalls()(mod)
-        return _stock_relax_pipeline(tvm.target.Target.current(allow_none=True))(mod)
+        mod = transform.DataflowUseInplaceCalls(planner="memplan")(mod)
+        stock = stock_relax_pipeline(tvm.target.Target.current(allow_none=True))
+        with _substituted(RELAX_SUBSTITUTIONS) as used:
+            mod = stock(mod)
+        _check_used(RELAX_SUBSTITUTIONS, used, "Relax pipeline")
+        return mod
 
     return relax_pipeline
 

@@ -116,6 +116,8 @@ Map<String, Any> FuncAttrs(const ObjectRef& func);
 std::optional<Any> FuncAttr(const ObjectRef& func, const char* key);
 /*! \brief `func` with attribute `key` set (copy-on-write, as BaseFunc::WithAttr). */
 ObjectRef WithFuncAttr(const ObjectRef& func, const char* key, Any value);
+/*! \brief `func` without attribute `key`. */
+ObjectRef WithoutFuncAttr(const ObjectRef& func, const char* key);
 
 }  // namespace ir
 }  // namespace tvm_memplan

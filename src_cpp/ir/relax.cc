@@ -112,6 +112,35 @@ ObjectRef MakeCallTIRInplace(const ObjectRef& prim_func_var, const Tuple& args,
 
 Any OpAttr(const ObjectRef& op, const char* key) { return func::OpGetAttr(op, String(key)); }
 
+Call MakeTypedCall(const ObjectRef& type, const ObjectRef& op, const Array<ObjectRef>& args) {
+  return Call(
+      func::MakeCall(type, op, args, nullptr, Array<ObjectRef>{}, nullptr).cast<ObjectRef>());
+}
+
+ObjectRef GetOp(const char* name) { return func::GetOp(String(name)).cast<ObjectRef>(); }
+
+Var MakeVar(const std::string& name, const ObjectRef& type) {
+  return Var(func::MakeVar(String(name), type, nullptr).cast<ObjectRef>());
+}
+
+Binding MakeVarBinding(const Var& var, const ObjectRef& value) {
+  return Binding(func::MakeVarBinding(var.ref(), value, nullptr).cast<ObjectRef>());
+}
+
+BindingBlock MakeBindingBlock(const Array<ObjectRef>& bindings) {
+  return BindingBlock(func::MakeBindingBlock(bindings, nullptr).cast<ObjectRef>());
+}
+
+ObjectRef MakeShapeExpr(const Array<ObjectRef>& values) {
+  return func::MakeShapeExpr(values, nullptr).cast<ObjectRef>();
+}
+
+ObjectRef AnyType() { return func::MakeAnyType(nullptr).cast<ObjectRef>(); }
+
+ObjectRef MakeDataTypeConst(DLDataType dtype) {
+  return func::MakeGenericConst(dtype, AnyType(), nullptr).cast<ObjectRef>();
+}
+
 BlockBuilder::BlockBuilder(const ObjectRef& context)
     : self_(func::BlockBuilderCreate(context.defined() ? Any(context) : Any()).cast<ObjectRef>()) {}
 

@@ -30,6 +30,8 @@ class Function : public NodeView {
     return schema::field::RelaxFunction_params.Get<Array<ObjectRef>>(ref_);
   }
   ObjectRef body() const { return schema::field::RelaxFunction_body.Get<ObjectRef>(ref_); }
+  /*! \brief The declared return type. */
+  ObjectRef ret_type() const { return schema::field::RelaxFunction_ret_ty.Get<ObjectRef>(ref_); }
   bool is_pure() const { return schema::field::RelaxFunction_is_pure.Get<bool>(ref_); }
   Function WithBody(const ObjectRef& body) const;
 };
@@ -127,6 +129,24 @@ std::vector<int64_t> InplaceIndices(const Call& call);
 ObjectRef MakeCallTIRInplace(const ObjectRef& prim_func_var, const Tuple& args,
                              const std::vector<int64_t>& indices,
                              const Array<ObjectRef>& out_types);
+
+/*! \brief `op(args...)` with its type already set to `type`, so it needs no normalization (for
+ *         calls whose type is known, such as memory operators). */
+Call MakeTypedCall(const ObjectRef& type, const ObjectRef& op, const Array<ObjectRef>& args);
+/*! \brief The ir.Op named `name` (TVM's registry; a ValueError when there is none). */
+ObjectRef GetOp(const char* name);
+/*! \brief A new relax variable. */
+Var MakeVar(const std::string& name, const ObjectRef& type);
+/*! \brief `var = value`. */
+Binding MakeVarBinding(const Var& var, const ObjectRef& value);
+/*! \brief A (non-dataflow) binding block. */
+BindingBlock MakeBindingBlock(const Array<ObjectRef>& bindings);
+/*! \brief `R.shape([values...])`. */
+ObjectRef MakeShapeExpr(const Array<ObjectRef>& values);
+/*! \brief `R.dtype("...")`, a data type as a Relax argument. */
+ObjectRef MakeDataTypeConst(DLDataType dtype);
+/*! \brief relax.AnyType, the type of a storage object. */
+ObjectRef AnyType();
 
 /*! \brief An operator attribute (`ir.OpGetAttr`), or None when the operator does not set it. */
 Any OpAttr(const ObjectRef& op, const char* key);

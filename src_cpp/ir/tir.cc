@@ -106,6 +106,10 @@ ObjectRef WithFuncAttr(const ObjectRef& func, const char* key, Any value) {
   return func::BaseFuncWithAttr(func, String(key), value).cast<ObjectRef>();
 }
 
+ObjectRef WithoutFuncAttr(const ObjectRef& func, const char* key) {
+  return func::BaseFuncWithoutAttr(func, String(key)).cast<ObjectRef>();
+}
+
 // ---- buffers ---------------------------------------------------------------------------------
 
 Buffer::Buffer(ObjectRef var, const char* context) : NodeView(std::move(var), Type(), context) {

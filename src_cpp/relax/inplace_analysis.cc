@@ -152,6 +152,7 @@ class Analysis {
         // what they read unplanned.
         plan_steps_.push_back(MakePlanStep(PlanStep::Kind::kEscape, step, nullptr));
         plan_steps_.back().reads = step.uses;
+        plan_steps_.back().returns = step.kind == Step::Kind::kReturn;
         return;
     }
   }
@@ -166,10 +167,22 @@ class Analysis {
     for (size_t c = 0; c < candidates_.size(); ++c) {
       chosen[c] = in_place.count(decisions_[candidates_[c]].var) > 0;
     }
-    return MemoryPlanModel(plan_steps_).TotalBytes(chosen);
+    return PlannedBytes(MemoryPlanModel(plan_steps_), chosen);
   }
 
  private:
+  /*! \brief The bytes the planner that will run (options.planner) allocates. */
+  std::optional<int64_t> PlannedBytes(const MemoryPlanModel& model,
+                                      const std::vector<bool>& chosen) const {
+    if (options_.planner == kMemplanPlanner) return model.MemplanBytes(chosen, kPlanAlignment);
+    return model.TotalBytes(chosen);
+  }
+
+  std::string PlannerName() const {
+    return options_.planner == kMemplanPlanner ? "tvm-memplan's StaticPlanBlockMemory"
+                                               : "StaticPlanBlockMemory";
+  }
+
   // ---- the decision ----------------------------------------------------------------------
 
   /*! \brief Why storage `roots` of argument `arg` may not be overwritten at `index`. */
@@ -337,6 +350,7 @@ class Analysis {
     using Kind = MemoryEffect::Kind;
     PlanStep plan = MakePlanStep(PlanStep::Kind::kOpaque, step, step.binding->var().get());
     plan.reads = step.uses;
+    plan.escapes = effect.escapes;
     if (effect.kind == Kind::kInplace) {
       const std::vector<int64_t>& indices = effect.inplace_indices;
       Array<ObjectRef> args = call.args();
@@ -413,9 +427,9 @@ class Analysis {
     if (candidates_.empty()) return;
     MemoryPlanModel model(plan_steps_);
     size_t n = candidates_.size();
-    std::optional<int64_t> none = model.TotalBytes(std::vector<bool>(n, false));
+    std::optional<int64_t> none = PlannedBytes(model, std::vector<bool>(n, false));
     if (!none) return;  // symbolic sizes: the model cannot tell, keep every safe rewrite
-    auto total = [&](const std::vector<bool>& chosen) { return *model.TotalBytes(chosen); };
+    auto total = [&](const std::vector<bool>& chosen) { return *PlannedBytes(model, chosen); };
     // Flip candidates that `accept(current, flipped)` allows, round after round.
     auto improve = [&](std::vector<bool>* chosen, int64_t* current, bool value, auto accept) {
       constexpr int kMaxRounds = 4;
@@ -463,7 +477,7 @@ class Analysis {
       probe[c] = false;
       InplaceDecision& decision = decisions_[candidates_[c]];
       decision.inplace = false;
-      decision.reason = "in place would raise the memory StaticPlanBlockMemory plans from " +
+      decision.reason = "in place would raise the memory " + PlannerName() + " plans from " +
                         std::to_string(chosen_bytes) + " to " + std::to_string(with) + " bytes";
       decision.arg_index = -1;
       decision.arg.clear();
@@ -497,6 +511,7 @@ const std::optional<std::string>& InplaceContext::CheckPrimFunc(
 std::vector<InplaceDecision> AnalyzeInplace(const Function& func, const ObjectRef& mod,
                                             const InplaceOptionsObj& options,
                                             InplaceContext* context) {
+  CheckInplaceOptions(options);
   return Analysis(func, mod, options, context).Run();
 }
 
@@ -508,9 +523,20 @@ void InplaceOptionsObj::RegisterReflection() {
           "Also rewrite bindings outside dataflow blocks (the stock pass only rewrites inside).",
           refl::DefaultValue(true))
       .def_ro("memory_aware", &InplaceOptionsObj::memory_aware,
-              "Keep only rewrites that do not raise the bytes StaticPlanBlockMemory plans "
-              "(judged by a model of its greedy reuse); False keeps every safe rewrite.",
-              refl::DefaultValue(true));
+              "Keep only rewrites that do not raise the bytes the memory planner plans "
+              "(judged by a model of it); False keeps every safe rewrite.",
+              refl::DefaultValue(true))
+      .def_ro("planner", &InplaceOptionsObj::planner,
+              "The memory planner that will run, by which memory_aware judges: \"stock\" (TVM's "
+              "StaticPlanBlockMemory) or \"memplan\" (tvm-memplan's, as in the memplan pipeline).",
+              refl::DefaultValue(String(kStockPlanner)));
+}
+
+void CheckInplaceOptions(const InplaceOptionsObj& options) {
+  if (options.planner != kStockPlanner && options.planner != kMemplanPlanner) {
+    TVM_FFI_THROW(ValueError) << "InplaceOptions.planner must be \"" << kStockPlanner << "\" or \""
+                              << kMemplanPlanner << "\", got \"" << options.planner << "\"";
+  }
 }
 
 namespace {
@@ -543,14 +569,16 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         }
         return out;
       });
-  // The model of StaticPlanBlockMemory, for tests: bytes planned when exactly the bindings named
-  // in `in_place` (among the safe candidates) run in place.
+  // The model of the memory planner `planner`, for tests: bytes planned when exactly the bindings
+  // named in `in_place` (among the safe candidates) run in place.
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.testing.inplace_modelled_bytes",
-      [](ObjectRef func, Optional<ObjectRef> mod, Array<String> in_place) -> Any {
+      [](ObjectRef func, Optional<ObjectRef> mod, Array<String> in_place, String planner) -> Any {
         InplaceContext context;
         ffi::ObjectPtr<InplaceOptionsObj> options = ffi::make_object<InplaceOptionsObj>();
         options->memory_aware = false;
+        options->planner = planner;
+        CheckInplaceOptions(*options);
         Analysis analysis(Function(func, "inplace_modelled_bytes"), mod.value_or(ObjectRef()),
                           *options, &context);
         analysis.Run();

@@ -30,7 +30,8 @@
  *     return an argument, and `if` results;
  *  4. no other argument of the call may share storage with `a` (the legalized PrimFunc
  *     declares its buffers `noalias`); `a` itself passed twice becomes one buffer;
- *  5. with `memory_aware`, the rewrite does not make StaticPlanBlockMemory plan more bytes
+ *  5. with `memory_aware`, the rewrite does not make the memory planner that will run (TVM's
+ *     StaticPlanBlockMemory, or tvm-memplan's with `planner="memplan"`) plan more bytes
  *     (relax/memory_plan_model.h).
  *
  * Liveness covers the whole function: bindings inside and outside dataflow blocks, values
@@ -51,6 +52,11 @@
 namespace tvm_memplan {
 namespace relax {
 
+inline constexpr const char* kStockPlanner = "stock";
+inline constexpr const char* kMemplanPlanner = "memplan";
+/*! \brief The alignment tvm-memplan's planner packs with by default. */
+inline constexpr int64_t kPlanAlignment = 64;
+
 /*!
  * \brief Options of the in-place analysis and rewrite, reflected as
  *        `tvm_memplan.relax.InplaceOptions` (Python reads names, docs and defaults from here).
@@ -59,8 +65,10 @@ class InplaceOptionsObj : public ffi::Object {
  public:
   /*! \brief Also rewrite bindings outside dataflow blocks. */
   bool outside_dataflow = true;
-  /*! \brief Keep only rewrites that do not raise the bytes StaticPlanBlockMemory plans. */
+  /*! \brief Keep only rewrites that do not raise the bytes the memory planner plans. */
   bool memory_aware = true;
+  /*! \brief The planner that will run: "stock" or "memplan". */
+  String planner = kStockPlanner;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceOptions", InplaceOptionsObj,
@@ -72,6 +80,9 @@ class InplaceOptions : public ObjectRef {
   InplaceOptions() : ObjectRef(ffi::make_object<InplaceOptionsObj>()) {}
   TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(InplaceOptions, ObjectRef, InplaceOptionsObj);
 };
+
+/*! \brief Check options, naming the bad field (ValueError). */
+void CheckInplaceOptions(const InplaceOptionsObj& options);
 
 /*! \brief The decision for one binding whose value is a call. */
 struct InplaceDecision {

@@ -195,6 +195,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   tvm::ffi::reflection::GlobalDef()
       .def("tvm_memplan.transform.DataflowUseInplaceCalls",
            [](InplaceOptions options) {
+             CheckInplaceOptions(*options.get());
              return MakeModulePass("tvm_memplan.DataflowUseInplaceCalls", 0,
                                    [options](IRModule mod, ObjectRef) {
                                      return UseInplaceCalls(mod, *options.get()).mod;

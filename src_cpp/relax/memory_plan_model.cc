@@ -7,11 +7,14 @@
  */
 #include "relax/memory_plan_model.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
 #include <unordered_map>
+
+#include "relax/offset_packing.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -37,15 +40,19 @@ void ForEachToken(const TokenTree& tree, const F& f) {
   }
 }
 
-using DTypeKey = std::tuple<uint8_t, uint8_t, uint16_t>;
+/*! \brief The pool a token is reused from: its storage scope and dtype. */
+using PoolKey = std::tuple<std::string, uint8_t, uint8_t, uint16_t>;
 
 }  // namespace
 
 /*! \brief A storage token of the planner's input: one `builtin.alloc_tensor`. */
 struct MemoryPlanModel::Token {
   int64_t bytes;
-  int dtype;
+  /*! \brief The pool (scope and dtype) it is reused from. */
+  int pool;
   int block;
+  /*! \brief The event that allocates it. */
+  int event;
 };
 
 /*! \brief One step over token ids. */
@@ -63,11 +70,14 @@ struct MemoryPlanModel::Event {
    */
   int source = -1;
   bool always_in_place = false;
+  bool counts_own_output = true;
+  bool returns = false;
+  bool escapes = false;
 };
 
 MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
   std::unordered_map<const Object*, TokenTree> env;
-  std::map<DTypeKey, int> dtypes;
+  std::map<PoolKey, int> pools;
   auto lookup = [&](const Object* var) {
     auto it = env.find(var);
     return it == env.end() ? TokenTree() : it->second;
@@ -90,13 +100,13 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
     return {};  // constants, shapes: no storage the planner manages
   };
   // New tokens for a result of `type`; false when a size is symbolic.
-  std::function<bool(const ObjectRef&, int, TokenTree*)> make_tokens =
-      [&](const ObjectRef& type, int block, TokenTree* tree) -> bool {
+  std::function<bool(const ObjectRef&, const PlanStep&, TokenTree*)> make_tokens =
+      [&](const ObjectRef& type, const PlanStep& step, TokenTree* tree) -> bool {
     if (std::optional<ir::relax::TupleType> tuple = As<ir::relax::TupleType>(type)) {
       auto fields = std::make_shared<std::vector<TokenTree>>();
       for (const ObjectRef& field : tuple->fields()) {
         fields->emplace_back();
-        if (!make_tokens(field, block, &fields->back())) return false;
+        if (!make_tokens(field, step, &fields->back())) return false;
       }
       tree->fields = std::move(fields);
       return true;
@@ -108,9 +118,9 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
     if (!shape || !dtype) return false;
     int64_t bytes = DTypeBytes(*dtype);
     for (int64_t extent : *shape) bytes *= extent;
-    DTypeKey key{dtype->code, dtype->bits, dtype->lanes};
-    int dtype_id = dtypes.emplace(key, static_cast<int>(dtypes.size())).first->second;
-    tokens_.push_back(Token{bytes, dtype_id, block});
+    PoolKey key{step.scope, dtype->code, dtype->bits, dtype->lanes};
+    int pool = pools.emplace(key, static_cast<int>(pools.size())).first->second;
+    tokens_.push_back(Token{bytes, pool, step.block, static_cast<int>(events_.size())});
     tree->token = static_cast<int>(tokens_.size() - 1);
     return true;
   };
@@ -122,6 +132,9 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
     Event event;
     event.kind = step.kind;
     event.block = step.block;
+    event.counts_own_output = step.counts_own_output;
+    event.returns = step.returns;
+    event.escapes = step.escapes;
     switch (step.kind) {
       case PlanStep::Kind::kAllocate: {
         for (const Object* read : step.reads) leaves(lookup(read), &event.reads);
@@ -137,7 +150,7 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
           break;
         }
         TokenTree result;
-        if (!make_tokens(step.type, step.block, &result)) {
+        if (!make_tokens(step.type, step, &result)) {
           valid_ = false;
           return;
         }
@@ -160,27 +173,34 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
     }
     events_.push_back(std::move(event));
   }
-  num_dtypes_ = static_cast<int>(dtypes.size());
+  num_pools_ = static_cast<int>(pools.size());
 }
 
 MemoryPlanModel::~MemoryPlanModel() = default;
 
+bool MemoryPlanModel::IsInPlace(const Event& e, const std::vector<bool>& in_place) const {
+  return e.always_in_place ||
+         (e.candidate >= 0 && e.candidate < static_cast<int>(in_place.size()) &&
+          in_place[e.candidate]);
+}
+
+std::vector<int> MemoryPlanModel::Representatives(const std::vector<bool>& in_place) const {
+  // An in-place output is the token of its source (itself maybe an in-place output); -1 when
+  // the source is storage the planner does not manage.
+  std::vector<int> rep(tokens_.size());
+  for (size_t t = 0; t < rep.size(); ++t) rep[t] = static_cast<int>(t);
+  for (const Event& e : events_) {
+    if (!e.always_in_place && IsInPlace(e, in_place)) {
+      rep[e.outputs[0]] = e.source < 0 ? -1 : rep[e.source];
+    }
+  }
+  return rep;
+}
+
 std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_place) const {
   if (!valid_) return std::nullopt;
   size_t n = tokens_.size();
-  // An in-place output is the token of its source (itself maybe an in-place output); -1 when
-  // the source is storage the planner does not manage.
-  std::vector<int> rep(n);
-  for (size_t t = 0; t < n; ++t) rep[t] = static_cast<int>(t);
-  auto resolve = [&](int t) { return t < 0 ? -1 : rep[t]; };
-  auto is_in_place = [&](const Event& e) {
-    return e.always_in_place ||
-           (e.candidate >= 0 && e.candidate < static_cast<int>(in_place.size()) &&
-            in_place[e.candidate]);
-  };
-  for (const Event& e : events_) {
-    if (!e.always_in_place && is_in_place(e)) rep[e.outputs[0]] = resolve(e.source);
-  }
+  std::vector<int> rep = Representatives(in_place);
 
   // Stage 1: reference counts over PrimFunc arguments, and tokens left unplanned.
   std::vector<int> refs(n, 0);
@@ -195,7 +215,7 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
           if (tokens_[t].block != e.block) planned[t] = 0;
           ++refs[t];
         }
-        if (!is_in_place(e)) {
+        if (!IsInPlace(e, in_place) && e.counts_own_output) {
           for (int t : e.outputs) ++refs[t];  // the output is an argument of its own call
         }
         break;
@@ -217,24 +237,28 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
   };
   std::vector<Storage> storages;
   std::vector<int> storage_of(n, -1);
-  std::vector<std::multimap<int64_t, int>> pools(num_dtypes_);
+  std::vector<std::multimap<int64_t, int>> pools(num_pools_);
   int64_t unplanned = 0;
   auto allocate = [&](int t) {
-    std::multimap<int64_t, int>& pool = pools[tokens_[t].dtype];
+    std::multimap<int64_t, int>& pool = pools[tokens_[t].pool];
     int64_t bytes = tokens_[t].bytes;
-    auto begin = pool.lower_bound(bytes / kMatchRange);
-    auto mid = pool.lower_bound(bytes);
-    auto end = pool.upper_bound(bytes * kMatchRange);
     int storage = -1;
-    if (mid != end) {
-      storage = mid->second;
-      pool.erase(mid);
-    } else if (mid != begin) {
-      --mid;
-      storage = mid->second;
-      storages[storage].bytes = bytes;  // grown to fit
-      pool.erase(mid);
-    } else {
+    // A tensor nothing reads gets storage of its own, never released (as in TVM).
+    if (refs[t] > 0) {
+      auto begin = pool.lower_bound(bytes / kMatchRange);
+      auto mid = pool.lower_bound(bytes);
+      auto end = pool.upper_bound(bytes * kMatchRange);
+      if (mid != end) {
+        storage = mid->second;
+        pool.erase(mid);
+      } else if (mid != begin) {
+        --mid;
+        storage = mid->second;
+        storages[storage].bytes = bytes;  // grown to fit
+        pool.erase(mid);
+      }
+    }
+    if (storage < 0) {
       storages.push_back(Storage{bytes, 0});
       storage = static_cast<int>(storages.size() - 1);
     }
@@ -245,12 +269,12 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
     if (t < 0 || !planned[t] || storage_of[t] < 0) return;
     Storage& storage = storages[storage_of[t]];
     if (--storage.refs == 0) {
-      pools[tokens_[t].dtype].emplace(storage.bytes, storage_of[t]);
+      pools[tokens_[t].pool].emplace(storage.bytes, storage_of[t]);
     }
   };
   for (const Event& e : events_) {
     if (e.kind != PlanStep::Kind::kAllocate) continue;
-    bool fresh = !is_in_place(e);
+    bool fresh = !IsInPlace(e, in_place);
     if (fresh) {
       for (int t : e.outputs) {
         if (planned[t]) {
@@ -261,13 +285,57 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
       }
     }
     for (int read : e.reads) use(rep[read]);
-    if (fresh) {
+    if (fresh && e.counts_own_output) {
       for (int t : e.outputs) use(t);
     }
   }
   int64_t total = unplanned;
   for (const Storage& storage : storages) total += storage.bytes;
   return total;
+}
+
+std::optional<int64_t> MemoryPlanModel::MemplanBytes(const std::vector<bool>& in_place,
+                                                     int64_t alignment) const {
+  if (!valid_) return std::nullopt;
+  size_t n = tokens_.size();
+  std::vector<int> rep = Representatives(in_place);
+  // Lifetimes over event indices, and the tokens that leave planning.
+  std::vector<int64_t> first(n, -1), last(n, -1);
+  std::vector<char> planned(n, 1);
+  for (size_t t = 0; t < n; ++t) {
+    int r = rep[t];
+    if (r < 0) continue;
+    int64_t step = tokens_[t].event;
+    first[r] = first[r] < 0 ? step : std::min(first[r], step);
+    last[r] = std::max(last[r], step);
+  }
+  for (size_t i = 0; i < events_.size(); ++i) {
+    const Event& e = events_[i];
+    for (int read : e.reads) {
+      int t = rep[read];
+      if (t < 0) continue;
+      last[t] = std::max(last[t], static_cast<int64_t>(i));
+      if ((e.kind == PlanStep::Kind::kEscape && e.returns) ||
+          (e.kind == PlanStep::Kind::kOpaque && e.escapes)) {
+        planned[t] = 0;
+      } else if (e.kind == PlanStep::Kind::kEscape) {
+        // An `if` condition or branch result: the steps do not say where the `if` variable is
+        // read later, so the token may be read until the end.
+        last[t] = static_cast<int64_t>(events_.size());
+      }
+    }
+  }
+  std::vector<PackItem> items;
+  int64_t unplanned = 0;
+  for (size_t t = 0; t < n; ++t) {
+    if (rep[t] != static_cast<int>(t)) continue;  // shares its source's storage
+    if (!planned[t]) {
+      unplanned += tokens_[t].bytes;
+    } else {
+      items.push_back(PackItem{tokens_[t].bytes, first[t], last[t]});
+    }
+  }
+  return unplanned + PackOffsets(items, alignment).bytes;
 }
 
 }  // namespace relax

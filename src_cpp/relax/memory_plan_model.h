@@ -1,7 +1,8 @@
 /*!
  * \file relax/memory_plan_model.h
- * \brief A model of TVM's StaticPlanBlockMemory: the bytes the default build allocates for a
- *        Relax function, given which candidate bindings run in place.
+ * \brief Models of the Relax memory planners: the bytes TVM's StaticPlanBlockMemory, or
+ *        tvm-memplan's planner, allocates for a Relax function, given which candidate bindings
+ *        run in place.
  *
  * \code
  *   a = R.add(x, y)       # kAllocate: token t0 (4 KB)
@@ -13,17 +14,24 @@
  *
  * Planning a memory reuse is greedy in TVM, so running a call in place (which never lengthens
  * the time any byte must be kept) can still make the planner pick a worse fit later. The
- * in-place pass asks this model before each rewrite. It follows static_plan_block_memory.cc:
+ * in-place pass asks this model before each rewrite, and tvm-memplan's planner asks it what the
+ * stock planner would allocate for a function (there the steps describe Relax after
+ * CallTIRRewrite: alloc_tensor steps that do not count as a use of their own output, and PrimFunc
+ * calls that allocate nothing). TotalBytes follows static_plan_block_memory.cc:
  * one storage token per allocated tensor; tokens that reach the function result, an `if`, a
  * call the planner cannot see into, or a block other than their own are not planned (each is
  * then allocated on its own); the others are reference counted over PrimFunc call arguments
- * and, when a tensor is allocated, reuse the smallest free token of its dtype at least as big
- * (within 16x), else grow the largest smaller one (within 16x), else take new storage.
+ * and, when a tensor is allocated, reuse the smallest free token of its storage scope and dtype
+ * at least as big (within 16x), else grow the largest smaller one (within 16x), else take new
+ * storage. MemplanBytes follows relax/memory_plan_analysis.h: every token that does not reach
+ * the result or escape is live from its step to its last read and packed at offsets
+ * (relax/offset_packing.h); the others are allocated on their own.
  */
 #ifndef TVM_MEMPLAN_RELAX_MEMORY_PLAN_MODEL_H_
 #define TVM_MEMPLAN_RELAX_MEMORY_PLAN_MODEL_H_
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/relax.h"
@@ -62,6 +70,15 @@ struct PlanStep {
   /*! \brief kAllocate: the variable the result reuses when in place (or always, when the call
    *         already is a call_tir_inplace: then candidate is -1). */
   const Object* inplace_source = nullptr;
+  /*! \brief kAllocate: the storage scope of the outputs (the planner pools by scope). */
+  std::string scope = "global";
+  /*! \brief kAllocate: whether the outputs count as arguments of the step itself (a call in
+   *         destination-passing style; not an alloc_tensor, whose PrimFunc call comes later). */
+  bool counts_own_output = true;
+  /*! \brief kEscape: the reads are the function's result. */
+  bool returns = false;
+  /*! \brief kOpaque: the callee may keep what it reads. */
+  bool escapes = false;
 };
 
 class MemoryPlanModel {
@@ -75,12 +92,19 @@ class MemoryPlanModel {
    */
   std::optional<int64_t> TotalBytes(const std::vector<bool>& in_place) const;
 
+  /*! \brief The same for tvm-memplan's planner, whose offsets are multiples of `alignment`. */
+  std::optional<int64_t> MemplanBytes(const std::vector<bool>& in_place, int64_t alignment) const;
+
  private:
   struct Token;
   struct Event;
+  /*! \brief Per token, the token it is after the in-place steps chosen by `in_place` (-1: storage
+   *         the planner does not manage). */
+  std::vector<int> Representatives(const std::vector<bool>& in_place) const;
+  bool IsInPlace(const Event& event, const std::vector<bool>& in_place) const;
   std::vector<Token> tokens_;
   std::vector<Event> events_;
-  int num_dtypes_ = 0;
+  int num_pools_ = 0;
   bool valid_ = true;
 };
 

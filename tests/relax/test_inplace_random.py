@@ -37,4 +37,7 @@ def test_memory_model_matches_the_planner(seed, memory_aware):
         for d in inplace_candidates(mod["main"], mod, memory_aware=memory_aware)
         if d.inplace
     ]
-    assert inplace_modelled_bytes(mod["main"], mod, chosen) == planned_storage(after).total_bytes
+    assert (
+        inplace_modelled_bytes(mod["main"], mod, chosen, "stock")
+        == planned_storage(after).total_bytes
+    )

@@ -10,18 +10,23 @@ from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
 from ._records import check_tir, shape_of
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
+from .memory_plan import FunctionMemoryPlan, PlannedTensor, StorageAllocation, memory_plan
 from .planned_storage import PlannedStorage, planned_storage
 
 __all__ = [
     "Allocation",
     "AllocationDecision",
     "CompactedRegion",
+    "FunctionMemoryPlan",
     "InplaceCandidate",
     "PlannedStorage",
+    "PlannedTensor",
+    "StorageAllocation",
     "allocation_plan",
     "allocation_summary",
     "compacted_regions",
     "inplace_candidates",
+    "memory_plan",
     "placement_counts",
     "planned_storage",
     "total_bytes",
@@ -103,6 +108,7 @@ def inplace_candidates(
     *,
     outside_dataflow: bool = True,
     memory_aware: bool = True,
+    planner: str = "stock",
 ) -> list[InplaceCandidate]:
     """In-place decisions for every call binding of a Relax function, in program order.
 
@@ -115,7 +121,9 @@ def inplace_candidates(
         )
     if mod is not None and not isinstance(mod, tvm.IRModule):
         raise TypeError(f"mod must be a tvm.IRModule, got {type(mod).__name__}")
-    options = InplaceOptions(outside_dataflow=outside_dataflow, memory_aware=memory_aware)
+    options = InplaceOptions(
+        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner
+    )
     return [
         InplaceCandidate(
             binding=str(r["binding"]),

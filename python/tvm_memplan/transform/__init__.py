@@ -8,6 +8,7 @@ from .dataflow_use_inplace_calls import (
     use_inplace_calls,
 )
 from .lower_tvm_builtin import LowerTVMBuiltin
+from .static_plan_block_memory import MemoryPlanOptions, StaticPlanBlockMemory
 from .tag_allocation_placement import TagAllocationPlacement
 
 __all__ = [
@@ -16,6 +17,8 @@ __all__ = [
     "InplaceOptions",
     "InplaceStats",
     "LowerTVMBuiltin",
+    "MemoryPlanOptions",
+    "StaticPlanBlockMemory",
     "TagAllocationPlacement",
     "use_inplace_calls",
 ]

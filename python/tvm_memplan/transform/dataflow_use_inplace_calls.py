@@ -20,7 +20,7 @@ class InplaceOptions(tvm_ffi.Object):
 
 
 def DataflowUseInplaceCalls(
-    *, outside_dataflow: bool = True, memory_aware: bool = True
+    *, outside_dataflow: bool = True, memory_aware: bool = True, planner: str = "stock"
 ) -> tvm.transform.Pass:
     """Rewrite operator calls whose result can overwrite one of their arguments into
     ``R.call_tir_inplace`` calls of in-place PrimFuncs. Run it before ``LegalizeOps``.
@@ -30,10 +30,16 @@ def DataflowUseInplaceCalls(
     outside_dataflow
         Also rewrite bindings outside dataflow blocks (the stock pass only rewrites inside).
     memory_aware
-        Keep only rewrites that do not raise the bytes ``StaticPlanBlockMemory`` plans, judged
-        by a model of its greedy reuse; ``False`` keeps every safe rewrite.
+        Keep only rewrites that do not raise the bytes the memory planner plans, judged by a
+        model of it; ``False`` keeps every safe rewrite.
+    planner
+        The planner that will run: ``"stock"`` (TVM's ``StaticPlanBlockMemory``, as in TVM's
+        pipelines) or ``"memplan"`` (``tvm_memplan.transform.StaticPlanBlockMemory``, as in the
+        ``"memplan"`` pipeline).
     """
-    options = InplaceOptions(outside_dataflow=outside_dataflow, memory_aware=memory_aware)
+    options = InplaceOptions(
+        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner
+    )
     return _ffi_api.DataflowUseInplaceCalls(options)
 
 
@@ -54,11 +60,17 @@ class InplaceStats:
 
 
 def use_inplace_calls(
-    mod: tvm.IRModule, *, outside_dataflow: bool = True, memory_aware: bool = True
+    mod: tvm.IRModule,
+    *,
+    outside_dataflow: bool = True,
+    memory_aware: bool = True,
+    planner: str = "stock",
 ) -> tuple[tvm.IRModule, InplaceStats]:
     """Run DataflowUseInplaceCalls on ``mod`` and also return what it did."""
     if not isinstance(mod, tvm.IRModule):
         raise TypeError(f"use_inplace_calls expects a tvm.IRModule, got {type(mod).__name__}")
-    options = InplaceOptions(outside_dataflow=outside_dataflow, memory_aware=memory_aware)
+    options = InplaceOptions(
+        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner
+    )
     new_mod, stats = _ffi_api.use_inplace_calls(mod, options)
     return new_mod, InplaceStats(**{k: int(v) for k, v in stats.items()})

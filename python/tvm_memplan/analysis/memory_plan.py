@@ -1,0 +1,86 @@
+"""Where every tensor of a Relax function lives once planned, by tvm-memplan's planner and by
+TVM's: records of the C++ analysis (``src_cpp/relax/memory_plan_analysis.h``), whose fields,
+docs and types come from C++."""
+
+from __future__ import annotations
+
+import tvm
+import tvm_ffi
+
+from .. import _lib  # noqa: F401  (registers the record types before they are bound below)
+from ..instrument import capture
+from ..transform.static_plan_block_memory import MemoryPlanOptions, _check_int
+from . import _ffi_api
+
+__all__ = ["FunctionMemoryPlan", "PlannedTensor", "StorageAllocation", "memory_plan"]
+
+_STOCK_PLANNER = "StaticPlanBlockMemory"
+
+
+@tvm_ffi.register_object("tvm_memplan.relax.PlannedTensor")
+class PlannedTensor(tvm_ffi.Object):
+    """One ``R.builtin.alloc_tensor`` and where each planner puts it."""
+
+    @property
+    def planned(self) -> bool:
+        """Whether tvm-memplan's planner gives it a place in one of its storages."""
+        return self.storage >= 0
+
+
+@tvm_ffi.register_object("tvm_memplan.relax.StorageAllocation")
+class StorageAllocation(tvm_ffi.Object):
+    """One ``R.memory.alloc_storage`` of a plan."""
+
+
+@tvm_ffi.register_object("tvm_memplan.relax.FunctionMemoryPlan")
+class FunctionMemoryPlan(tvm_ffi.Object):
+    """The memory plan of one Relax function: tensors, storages, the peak-live bound and the
+    stock planner's plan of the same IR."""
+
+    def live_bytes(self) -> list[int]:
+        """Bytes of static-size tensors live at each program point (a tensor not planned is
+        live from its allocation to the end); the maximum is ``peak_live_bytes``."""
+        live = [0] * (self.num_points + 1)
+        for tensor in self.tensors:
+            if tensor.bytes < 0 or (not tensor.planned and _symbolic(tensor)):
+                continue
+            last = tensor.last if tensor.planned else self.num_points
+            for point in range(tensor.first, last + 1):
+                live[point] += tensor.bytes
+        return live
+
+
+def _symbolic(tensor: PlannedTensor) -> bool:
+    return not all(isinstance(extent, int) for extent in tensor.shape)
+
+
+def memory_plan(
+    mod: tvm.IRModule,
+    target="llvm",
+    *,
+    pipeline: str | None = "default",
+    alignment: int = 64,
+    fall_back_to_stock: bool = True,
+) -> list[FunctionMemoryPlan]:
+    """The plan of every Relax function of ``mod``, in name order.
+
+    With ``pipeline="default"`` the module first goes through the Relax pipeline ``tvm.compile``
+    runs for ``target`` up to the memory planner (LegalizeOps ... CallTIRRewrite), and both
+    planners are judged on the IR the planner receives there. With ``pipeline=None``, ``mod``
+    must already be that IR. Options are those of ``transform.StaticPlanBlockMemory``.
+    """
+    if not isinstance(mod, tvm.IRModule):
+        raise TypeError(f"memory_plan expects a tvm.IRModule, got {type(mod).__name__}")
+    if pipeline not in ("default", None):
+        raise ValueError(f'pipeline must be "default" or None, got {pipeline!r}')
+    _check_int("alignment", alignment)
+    target = tvm.target.Target(target)
+    if pipeline == "default":
+        from ..pipeline import stock_relax_pipeline
+
+        with target:
+            run = lambda: stock_relax_pipeline(target)(mod)  # noqa: E731
+            mod = capture(run, [_STOCK_PLANNER])[_STOCK_PLANNER]
+    options = MemoryPlanOptions(alignment=alignment, fall_back_to_stock=bool(fall_back_to_stock))
+    with target:
+        return list(_ffi_api.memory_plan(mod, options))

@@ -1,0 +1,726 @@
+/*!
+ * \file relax/memory_plan_analysis.cc
+ * \brief The planner's analysis: allocations and their lifetimes, sizes, packing per device and
+ *        scope, the peak-live bound, and the comparison with the stock planner.
+ */
+#include "relax/memory_plan_analysis.h"
+
+#include <tvm/ffi/extra/structural_key.h>
+#include <tvm/ffi/extra/structural_visit.h>
+#include <tvm/ffi/reflection/registry.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "ir/analyzer.h"
+#include "ir/pass.h"
+#include "relax/memory_plan_model.h"
+#include "relax/offset_packing.h"
+#include "relax/storage_flow.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+using ir::relax::Binding;
+using ir::relax::Function;
+using ir::relax::IsConstant;
+using ir::relax::IsExternFunc;
+using ir::relax::IsGlobalVar;
+using ir::relax::IsVar;
+using ir::relax::TensorType;
+using ir::relax::Tuple;
+using ir::relax::TupleGetItem;
+using ir::relax::TypeOf;
+
+namespace {
+
+constexpr int64_t kRuntimeAlignment = 64;  // kAllocAlignment of the TVM runtime
+constexpr const char* kGlobalScope = "global";
+
+std::string Quoted(const std::string& name) { return "`" + name + "`"; }
+
+std::string Bytes(int64_t bytes) { return std::to_string(bytes) + " B"; }
+
+/*! \brief The TIR variables occurring in `node` (a type or an expression). */
+void CollectTirVars(const ObjectRef& node, std::unordered_set<const Object*>* vars) {
+  if (!node.defined()) return;
+  ffi::StructuralVisit(
+      node,
+      [&](const ObjectRef& n, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+        if (!n.defined()) return std::nullopt;
+        if (schema::type::Var.IsInstance(n)) {
+          vars->insert(n.get());
+          return std::nullopt;
+        }
+        engine->DefaultVisitExpected(n).value();
+        return std::nullopt;
+      });
+}
+
+/*! \brief An integer attribute map such as `tir_var_upper_bound` (name -> value). */
+std::map<std::string, int64_t> IntAttrMap(const Function& func, const char* key) {
+  std::map<std::string, int64_t> out;
+  std::optional<Any> attr = FuncAttr(func.ref(), key);
+  if (!attr || *attr == nullptr) return out;
+  for (const auto& [name, value] : attr->cast<Map<String, Any>>()) {
+    if (std::optional<int64_t> v = AsConstInt(value.cast<ObjectRef>())) {
+      out[std::string(name)] = *v;
+    } else if (value.type_index() == ffi::TypeIndex::kTVMFFIInt) {
+      out[std::string(name)] = value.cast<int64_t>();
+    }
+  }
+  return out;
+}
+
+/*! \brief One `R.builtin.alloc_tensor` and what the planner decides for it. */
+struct Allocation {
+  Allocation(Binding binding, Call call, int64_t step, RootId root)
+      : binding(std::move(binding)), call(std::move(call)), step(step), root(root) {}
+  Binding binding;
+  Call call;
+  int64_t step;
+  RootId root;
+  Array<ObjectRef> shape;
+  DLDataType dtype{kDLFloat, 32, 1};
+  int64_t device = 0;
+  std::string scope;
+  /*! \brief Bytes (upper bound when symbolic and bounded); -1 unbounded. */
+  int64_t bytes = -1;
+  bool symbolic = false;
+  /*! \brief Unbounded: the byte count as an expression, when only parameters' shape
+   *         variables occur in it (then it can size a storage at the function's start). */
+  std::optional<ObjectRef> size_expr;
+  std::string op;
+  int64_t first = 0, last = 0;
+  std::string reason;
+  int64_t storage = -1, offset = 0;
+  bool known_type = false;
+};
+
+/*! \brief The stock planner's plan of one function, read off its output. */
+struct StockFunctionPlan {
+  bool well_formed = true;
+  int64_t bytes = 0;
+  int64_t symbolic = 0;
+  Array<ObjectRef> storages;
+  /*! \brief Allocation variable -> index in `storages`. */
+  std::unordered_map<const Object*, int64_t> tensor_storage;
+};
+
+StockFunctionPlan ReadStockPlan(const Function& func) {
+  StockFunctionPlan plan;
+  plan.well_formed = schema::func::CheckWellFormed(func.ref(), true).cast<bool>();
+  std::unordered_map<const Object*, int64_t> storage_index;
+  for (const Step& step : FlattenFunction(func)) {
+    if (step.kind != Step::Kind::kBinding) continue;
+    std::optional<Call> call = As<Call>(step.expr);
+    if (!call) continue;
+    std::string op = call->op_name();
+    Array<ObjectRef> args = call->args();
+    if (op == schema::op::MemoryAllocStorage) {
+      ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
+      Array<ObjectRef> size = schema::field::ShapeExpr_values.Get<Array<ObjectRef>>(args[0]);
+      int64_t bytes = size.size() == 1 ? AsConstInt(size[0]).value_or(-1) : -1;
+      storage->bytes = bytes;
+      storage->size = ToString(args[0]);
+      storage->device = AsConstInt(args[1]).value_or(0);
+      storage->scope = schema::field::StringImm_value.Get<String>(args[2]);
+      if (bytes >= 0) {
+        plan.bytes += bytes;
+      } else {
+        ++plan.symbolic;
+      }
+      storage_index[step.binding->var().get()] = static_cast<int64_t>(plan.storages.size());
+      plan.storages.push_back(ObjectRef(storage));
+    } else if (op == schema::op::MemoryAllocTensor && IsVar(args[0])) {
+      auto found = storage_index.find(args[0].get());
+      if (found != storage_index.end()) {
+        plan.tensor_storage[step.binding->var().get()] = found->second;
+      }
+    } else if (op == schema::op::BuiltinAllocTensor) {
+      std::optional<TensorType> type = As<TensorType>(TypeOf(call->ref()));
+      std::optional<std::vector<int64_t>> shape = type ? type->static_shape() : std::nullopt;
+      if (shape && type->dtype()) {
+        int64_t bytes = DTypeBytes(*type->dtype());
+        for (int64_t extent : *shape) bytes *= extent;
+        plan.bytes += bytes;
+      } else {
+        ++plan.symbolic;
+      }
+    }
+  }
+  return plan;
+}
+
+class PlanAnalysis {
+ public:
+  PlanAnalysis(const ObjectRef& gv, const Function& func, const IRModule& mod,
+               const MemoryPlanOptionsObj& options, const target::PlanningDevices& devices,
+               StockPlanner* stock)
+      : gv_(gv),
+        func_(func),
+        mod_(mod),
+        options_(options),
+        devices_(devices),
+        stock_(stock),
+        effects_(mod.ref(), nullptr, MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
+        steps_(FlattenFunction(func)),
+        flow_(steps_) {}
+
+  MemoryPlan Run(bool compare_with_stock) {
+    // Step 1: values and allocations, in program order.
+    for (const ObjectRef& param : func_.params()) {
+      flow_.Define(param, Value{{flow_.NewRoot(RootKind::kParam, "a parameter", -1)}, nullptr});
+    }
+    for (size_t i = 0; i < steps_.size(); ++i) Visit(static_cast<int64_t>(i));
+    // Step 2: sizes; step 3: lifetimes and what is not planned.
+    BindUpperBounds();
+    for (Allocation& a : allocations_) {
+      Size(&a);
+      Lifetime(&a);
+    }
+    // Step 4: storages per (device, scope).
+    std::string device_refusal = Pack();
+    // Step 5: the record, the bound, the stock comparison.
+    MemoryPlan plan = Record();
+    Decide(&plan, device_refusal, compare_with_stock);
+    return plan;
+  }
+
+ private:
+  // ---- step 1 -------------------------------------------------------------------------------
+
+  void Visit(int64_t index) {
+    const Step& step = steps_[index];
+    PlanStep model;
+    model.block = step.binding_block;
+    switch (step.kind) {
+      case Step::Kind::kBinding: {
+        model.var = step.binding->var().get();
+        std::optional<Call> call = As<Call>(step.expr);
+        if (!call) {
+          flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
+          ModelNonCall(step, &model);
+          break;
+        }
+        MemoryEffect effect = effects_.Classify(*call);
+        Value value = flow_.StepValue(index, &effect);
+        if (effect.allocator == MemoryEffect::Allocator::kAllocTensor && value.roots.size() == 1) {
+          root_allocation_[value.roots[0]] = allocations_.size();
+          allocations_.emplace_back(*step.binding, *call, index, value.roots[0]);
+        } else if (effect.kind == MemoryEffect::Kind::kUse ||
+                   effect.kind == MemoryEffect::Kind::kOpaque) {
+          NameWriter(*call);
+        }
+        flow_.Define(step.binding->var().ref(), std::move(value));
+        ModelCall(step, *call, effect, &model);
+        break;
+      }
+      case Step::Kind::kIfResult:
+        flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
+        model.kind = PlanStep::Kind::kOpaque;  // the stock planner gives an `if` no storage
+        model.var = step.binding->var().get();
+        break;
+      default:
+        // Conditions, branch results and the function result: the stock planner gives up what
+        // they read.
+        model.kind = PlanStep::Kind::kEscape;
+        model.reads = step.uses;
+        model.returns = step.kind == Step::Kind::kReturn;
+        break;
+    }
+    model_steps_.push_back(std::move(model));
+  }
+
+  /*! \brief The callee's name becomes the `op` of the allocations it is first passed. */
+  void NameWriter(const Call& call) {
+    std::string name = call.op_name();
+    if (name.empty() && IsGlobalVar(call.op())) name = GlobalVarName(call.op());
+    if (name.empty() && IsExternFunc(call.op())) {
+      name = schema::field::ExternFunc_global_symbol.Get<String>(call.op());
+    }
+    for (const Object* var : UsedVars(call.ref())) {
+      const Value* value = flow_.Find(var);
+      if (value == nullptr) continue;
+      for (RootId root : value->roots) {
+        auto found = root_allocation_.find(root);
+        if (found != root_allocation_.end() && allocations_[found->second].op.empty()) {
+          allocations_[found->second].op = name;
+        }
+      }
+    }
+  }
+
+  // The function as the stock planner sees it (relax/memory_plan_model.h).
+  void ModelNonCall(const Step& step, PlanStep* model) const {
+    model->kind = PlanStep::Kind::kAlias;
+    if (step.binding->is_match_cast()) return;  // the stock planner gives it no storage
+    if (IsVar(step.expr) || IsConstant(step.expr) || Is<Tuple>(step.expr) ||
+        Is<TupleGetItem>(step.expr)) {
+      model->value = step.expr;
+    } else if (Is<Function>(step.expr)) {
+      model->kind = PlanStep::Kind::kOpaque;
+      model->reads = step.uses;
+    }
+  }
+
+  void ModelCall(const Step& step, const Call& call, const MemoryEffect& effect,
+                 PlanStep* model) const {
+    model->reads = step.uses;
+    std::string op = call.op_name();
+    if (effect.allocator == MemoryEffect::Allocator::kAllocTensor) {
+      model->kind = PlanStep::Kind::kAllocate;
+      model->type = TypeOf(call.ref());
+      model->reads.clear();
+      model->counts_own_output = false;
+      model->scope = schema::field::StringImm_value.Get<String>(call.args()[3]);
+      return;
+    }
+    bool stock_view = op == schema::op::Reshape || op == schema::op::MemoryView ||
+                      op == schema::op::EnsureZeroOffset ||
+                      (effect.kind == MemoryEffect::Kind::kView && IsExternFunc(call.op()));
+    if (stock_view && IsVar(call.args()[0])) {
+      model->kind = PlanStep::Kind::kView;
+      model->value = call.args()[0];
+      model->reads.clear();
+      return;
+    }
+    // PrimFunc and packed calls count as uses of their arguments; their results get no token.
+    if (effects_.IsPrimFunc(call.op()) || IsExternFunc(call.op()) ||
+        op == schema::op::VMCallTIRDyn) {
+      model->kind = PlanStep::Kind::kAllocate;
+      model->counts_own_output = false;
+      return;
+    }
+    model->kind = PlanStep::Kind::kOpaque;
+    model->escapes = effect.escapes;
+  }
+
+  // ---- steps 2 and 3 ------------------------------------------------------------------------
+
+  /*! \brief `tir_var_upper_bound` (and `tir_var_lower_bound`) of the function's signature
+   *         variables, as TVM's planner reads them. */
+  void BindUpperBounds() {
+    for (const ObjectRef& param : func_.params()) CollectTirVars(TypeOf(param), &signature_vars_);
+    CollectTirVars(func_.ret_type(), &signature_vars_);
+    std::map<std::string, int64_t> upper = IntAttrMap(func_, schema::attr::TirVarUpperBound);
+    std::map<std::string, int64_t> lower = IntAttrMap(func_, schema::attr::TirVarLowerBound);
+    for (const Object* var : signature_vars_) {
+      ObjectRef ref = ffi::GetRef<ObjectRef>(var);
+      auto found = upper.find(Var(ref).name());
+      if (found == upper.end()) continue;
+      auto low = lower.find(Var(ref).name());
+      int64_t min = low == lower.end() ? 0 : low->second;
+      analyzer_.BindRange(ref, IntConst(ref, min), IntConst(ref, found->second - min + 1));
+    }
+  }
+
+  void Size(Allocation* a) const {
+    std::optional<TensorType> type = As<TensorType>(TypeOf(a->call.ref()));
+    std::optional<Array<ObjectRef>> shape = type ? type->shape() : std::nullopt;
+    std::optional<DLDataType> dtype = type ? type->dtype() : std::nullopt;
+    a->device = AsConstInt(a->call.args()[2]).value_or(0);
+    a->scope = schema::field::StringImm_value.Get<String>(a->call.args()[3]);
+    if (!shape || !dtype) {
+      a->reason = "its shape or dtype is unknown";
+      return;
+    }
+    a->shape = *shape;
+    a->dtype = *dtype;
+    a->known_type = true;
+    int64_t bytes = DTypeBytes(*dtype);
+    ObjectRef expr = IntConst(DLDataType{kDLInt, 64, 1}, bytes);
+    bool bounded = true;
+    for (const ObjectRef& extent : *shape) {
+      if (std::optional<int64_t> value = AsConstInt(extent)) {
+        bytes *= *value;
+        expr = Mul(expr, extent);
+        continue;
+      }
+      a->symbolic = true;
+      expr = Mul(expr, extent);
+      int64_t max = analyzer_.ConstBound(extent).second;
+      if (max == std::numeric_limits<int64_t>::max()) {
+        bounded = false;
+      } else {
+        bytes *= max;
+      }
+    }
+    if (bounded) {
+      a->bytes = bytes;
+      return;
+    }
+    std::unordered_set<const Object*> vars;
+    CollectTirVars(expr, &vars);
+    bool from_signature = std::all_of(
+        vars.begin(), vars.end(), [&](const Object* v) { return signature_vars_.count(v) > 0; });
+    if (from_signature) {
+      a->size_expr = analyzer_.Simplify(expr);
+    } else {
+      a->reason =
+          "its size is symbolic, not bounded by tir_var_upper_bound, and depends on "
+          "variables defined inside the function";
+    }
+  }
+
+  void Lifetime(Allocation* a) const {
+    const Root& root = flow_.root(a->root);
+    a->first = a->last = a->step;
+    bool returned = false;
+    for (int64_t use : root.uses) {
+      a->last = std::max(a->last, use);
+      returned = returned || steps_[use].kind == Step::Kind::kReturn;
+    }
+    if (!a->reason.empty()) return;
+    if (returned) {
+      a->reason = "it reaches the function result";
+    } else if (!root.escape.empty()) {
+      a->reason = "it escapes: " + root.escape;
+    }
+  }
+
+  // ---- step 4 -------------------------------------------------------------------------------
+
+  /*! \brief Storages and offsets; returns why the function must be planned by the stock
+   *         planner ("" when it need not). */
+  std::string Pack() {
+    std::map<std::pair<int64_t, std::string>, std::vector<size_t>> groups;
+    for (size_t i = 0; i < allocations_.size(); ++i) {
+      if (allocations_[i].reason.empty()) {
+        groups[{allocations_[i].device, allocations_[i].scope}].push_back(i);
+      }
+    }
+    for (const auto& [key, members] : groups) {
+      const auto& [device, scope] = key;
+      if (scope != kGlobalScope && !scope.empty()) {
+        return "storage scope \"" + scope + "\" (" + Quoted(FirstBinding(members)) +
+               "): only \"global\" storage takes tensors at offsets";
+      }
+      if (!devices_.OffsetsAreFree(device)) {
+        return devices_.Describe(device) + " (" + Quoted(FirstBinding(members)) +
+               "): a tensor at an offset would be copied by ensure_zero_offset";
+      }
+    }
+    for (const auto& [key, members] : groups) {
+      PackGroup(key.first, key.second, members);
+      ShareSymbolic(key.first, key.second, members);
+    }
+    // As TVM's planner does with this attribute: unplanned tensors of symbolic shape (the
+    // function's outputs) get storage of their own, sized by the upper bound.
+    std::optional<Any> plan_outputs =
+        FuncAttr(func_.ref(), schema::attr::MemoryPlanDynamicFuncOutput);
+    if (plan_outputs && plan_outputs->cast<bool>()) {
+      for (Allocation& a : allocations_) {
+        if (a.storage < 0 && a.symbolic && a.bytes >= 0) {
+          a.storage = AddStorage(IntConst(DLDataType{kDLInt, 64, 1}, a.bytes), a.device, a.scope);
+          a.reason = "";
+        }
+      }
+    }
+    return "";
+  }
+
+  std::string FirstBinding(const std::vector<size_t>& members) const {
+    return allocations_[members[0]].binding.var().name();
+  }
+
+  void PackGroup(int64_t device, const std::string& scope, const std::vector<size_t>& members) {
+    std::vector<size_t> sized;
+    std::vector<PackItem> items;
+    for (size_t i : members) {
+      if (allocations_[i].bytes < 0) continue;
+      sized.push_back(i);
+      items.push_back(PackItem{allocations_[i].bytes, allocations_[i].first, allocations_[i].last});
+    }
+    if (items.empty()) return;
+    Packing packing = PackOffsets(items, options_.alignment);
+    TVM_FFI_ICHECK(IsValidPacking(items, packing, options_.alignment))
+        << "internal error: the offset packing of " << items.size() << " tensors overlaps";
+    int64_t storage = AddStorage(IntConst(DLDataType{kDLInt, 64, 1}, packing.bytes), device, scope);
+    for (size_t k = 0; k < sized.size(); ++k) {
+      allocations_[sized[k]].storage = storage;
+      allocations_[sized[k]].offset = packing.offsets[k];
+    }
+  }
+
+  /*! \brief Unbounded symbolic sizes: tensors of provably equal size whose lifetimes do not
+   *         overlap share a storage (interval colouring, in order of first use). */
+  void ShareSymbolic(int64_t device, const std::string& scope, const std::vector<size_t>& members) {
+    std::unordered_map<ffi::StructuralKey, std::vector<size_t>> classes;
+    std::vector<ffi::StructuralKey> order;
+    for (size_t i : members) {
+      if (!allocations_[i].size_expr) continue;
+      ffi::StructuralKey key(*allocations_[i].size_expr);
+      auto [it, inserted] = classes.emplace(key, std::vector<size_t>());
+      if (inserted) order.push_back(key);
+      it->second.push_back(i);
+    }
+    for (const ffi::StructuralKey& key : order) {
+      std::vector<size_t>& tensors = classes[key];
+      std::sort(tensors.begin(), tensors.end(),
+                [&](size_t a, size_t b) { return allocations_[a].first < allocations_[b].first; });
+      std::vector<std::pair<int64_t, int64_t>> busy;  // (storage, last point of its tensor)
+      for (size_t i : tensors) {
+        Allocation& a = allocations_[i];
+        auto free = std::find_if(busy.begin(), busy.end(),
+                                 [&](const auto& s) { return s.second < a.first; });
+        if (free == busy.end()) {
+          busy.emplace_back(AddStorage(*a.size_expr, device, scope), a.last);
+          free = busy.end() - 1;
+        }
+        free->second = a.last;
+        a.storage = free->first;
+        a.offset = 0;
+      }
+    }
+  }
+
+  int64_t AddStorage(const ObjectRef& size, int64_t device, const std::string& scope) {
+    ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
+    storage->bytes = AsConstInt(size).value_or(-1);
+    storage->size = ToString(size);
+    storage->device = device;
+    storage->scope = scope;
+    storages_.push_back(ObjectRef(storage));
+    storage_sizes_.push_back(size);
+    return static_cast<int64_t>(storages_.size() - 1);
+  }
+
+  // ---- step 5 -------------------------------------------------------------------------------
+
+  MemoryPlan Record() {
+    MemoryPlan plan;
+    plan.record = ffi::make_object<FunctionMemoryPlanObj>();
+    FunctionMemoryPlanObj& r = *plan.record;
+    r.function = GlobalVarName(gv_);
+    r.num_points = static_cast<int64_t>(steps_.size());
+    std::vector<PackItem> live;
+    int64_t unplanned = 0;
+    for (const Allocation& a : allocations_) {
+      ffi::ObjectPtr<PlannedTensorObj> t = ffi::make_object<PlannedTensorObj>();
+      t->binding = a.binding.var().name();
+      t->op = a.op;
+      for (const ObjectRef& extent : a.shape) {
+        std::optional<int64_t> value = AsConstInt(extent);
+        t->shape.push_back(value ? Any(*value) : Any(extent));
+      }
+      t->dtype = a.known_type ? String(DTypeToString(a.dtype)) : String("");
+      t->bytes = a.bytes;
+      t->device = a.device;
+      t->scope = a.scope;
+      t->first = a.first;
+      t->last = a.last;
+      t->storage = a.storage;
+      t->offset = a.offset;
+      t->reason = a.reason;
+      r.tensors.push_back(ObjectRef(t));
+      tensor_records_.push_back(t);
+      plan.bindings.push_back(a.binding.ref());
+      if (a.storage < 0) {
+        if (a.bytes >= 0 && !a.symbolic) {
+          r.planned_bytes += a.bytes;
+          unplanned += a.bytes;
+        } else {
+          ++r.symbolic_allocations;
+        }
+      } else if (a.bytes >= 0) {
+        live.push_back(PackItem{a.bytes, a.first, a.last});
+      }
+    }
+    for (const ObjectRef& storage : storages_) {
+      int64_t bytes = storage.as<StorageAllocationObj>()->bytes;
+      if (bytes >= 0) {
+        r.planned_bytes += bytes;
+      } else {
+        ++r.symbolic_allocations;
+      }
+    }
+    r.storages = Array<ObjectRef>(storages_.begin(), storages_.end());
+    // No plan may share the bytes of a tensor that may not be planned: they add to the peak.
+    r.peak_live_bytes = PeakLiveBytes(live) + unplanned;
+    plan.storage_sizes = storage_sizes_;
+    return plan;
+  }
+
+  /*! \brief Ours or the stock planner's, by bytes. */
+  void Decide(MemoryPlan* plan, const std::string& device_refusal, bool compare_with_stock) {
+    FunctionMemoryPlanObj& r = *plan->record;
+    std::optional<int64_t> modelled = MemoryPlanModel(model_steps_).TotalBytes({});
+    bool symbolic =
+        r.symbolic_allocations > 0 || std::any_of(allocations_.begin(), allocations_.end(),
+                                                  [](const Allocation& a) { return a.symbolic; });
+    bool need_stock =
+        compare_with_stock || !device_refusal.empty() ||
+        (options_.fall_back_to_stock && (!modelled || symbolic || r.planned_bytes > *modelled));
+    std::optional<StockFunctionPlan> stock;
+    if (need_stock) {
+      stock = ReadStockPlan(Function(stock_->Planned().functions().at(gv_)));
+      r.stock_bytes = stock->bytes;
+      r.stock_symbolic_allocations = stock->symbolic;
+      r.stock_source = "stock pass";
+      r.stock_storages = stock->storages;
+      for (size_t i = 0; i < allocations_.size(); ++i) {
+        auto found = stock->tensor_storage.find(allocations_[i].binding.var().get());
+        if (found != stock->tensor_storage.end()) {
+          tensor_records_[i]->stock_storage = found->second;
+        }
+      }
+    } else if (modelled) {
+      r.stock_bytes = *modelled;
+      r.stock_symbolic_allocations = 0;
+      r.stock_source = "model";
+    }
+    std::string ours = Bytes(r.planned_bytes);
+    std::string theirs = r.stock_bytes < 0 ? std::string("unknown") : Bytes(r.stock_bytes);
+    if (!device_refusal.empty()) {
+      r.planner = "stock";
+      r.reason = device_refusal;
+      return;
+    }
+    r.planner = "memplan";
+    if (!options_.fall_back_to_stock) {
+      r.reason = "fall_back_to_stock=False: " + ours + ", the stock planner " + theirs;
+      return;
+    }
+    bool stock_smaller =
+        stock && (stock->bytes < r.planned_bytes ||
+                  (stock->bytes == r.planned_bytes && stock->symbolic < r.symbolic_allocations));
+    if (stock_smaller && stock->well_formed) {
+      r.planner = "stock";
+      r.reason = "the stock planner allocates less: " + theirs + " against " + ours;
+      return;
+    }
+    std::string reason = ours + ", the stock planner " + theirs + " (" + r.stock_source + ")";
+    if (stock_smaller) reason += "; the stock plan is not well formed (apache/tvm#20191)";
+    r.reason = reason;
+  }
+
+  ObjectRef gv_;
+  Function func_;
+  IRModule mod_;
+  const MemoryPlanOptionsObj& options_;
+  const target::PlanningDevices& devices_;
+  StockPlanner* stock_;
+  MemoryEffects effects_;
+  std::vector<Step> steps_;
+  StorageFlow flow_;
+  Analyzer analyzer_;
+  std::unordered_set<const Object*> signature_vars_;
+  std::vector<Allocation> allocations_;
+  std::unordered_map<RootId, size_t> root_allocation_;
+  std::vector<PlanStep> model_steps_;
+  std::vector<ObjectRef> storages_;
+  std::vector<ObjectRef> storage_sizes_;
+  std::vector<ffi::ObjectPtr<PlannedTensorObj>> tensor_records_;
+};
+
+}  // namespace
+
+const IRModule& StockPlanner::Planned() {
+  if (!planned_) {
+    ObjectRef pass = schema::func::StaticPlanBlockMemory().cast<ObjectRef>();
+    planned_ = ApplyPass(pass, mod_);
+  }
+  return *planned_;
+}
+
+MemoryPlan AnalyzeMemoryPlan(const ObjectRef& gv, const Function& func, const IRModule& mod,
+                             const MemoryPlanOptionsObj& options,
+                             const target::PlanningDevices& devices, StockPlanner* stock,
+                             bool compare_with_stock) {
+  return PlanAnalysis(gv, func, mod, options, devices, stock).Run(compare_with_stock);
+}
+
+void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options) {
+  if (options.alignment <= 0 || options.alignment % kRuntimeAlignment != 0) {
+    TVM_FFI_THROW(ValueError) << "MemoryPlanOptions.alignment must be a positive multiple of "
+                              << kRuntimeAlignment
+                              << " (the runtime's allocation alignment, below which "
+                                 "ensure_zero_offset copies), got "
+                              << options.alignment;
+  }
+}
+
+void MemoryPlanOptionsObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<MemoryPlanOptionsObj>()
+      .def_ro("alignment", &MemoryPlanOptionsObj::alignment,
+              "Every offset is a multiple of this many bytes (a multiple of 64, the TVM runtime's "
+              "allocation alignment).",
+              refl::DefaultValue(int64_t{64}))
+      .def_ro("fall_back_to_stock", &MemoryPlanOptionsObj::fall_back_to_stock,
+              "Plan a function as TVM's StaticPlanBlockMemory does when that takes fewer bytes.",
+              refl::DefaultValue(true));
+}
+
+void PlannedTensorObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<PlannedTensorObj>()
+      .def_ro("binding", &PlannedTensorObj::binding, "The variable the allocation binds.")
+      .def_ro("op", &PlannedTensorObj::op, "The callee that first uses the tensor, or \"\".")
+      .def_ro("shape", &PlannedTensorObj::shape, "Extents (TIR expressions where symbolic).")
+      .def_ro("dtype", &PlannedTensorObj::dtype, "The element type.")
+      .def_ro("bytes", &PlannedTensorObj::bytes,
+              "Bytes (the upper bound of a bounded symbolic size); -1 when unbounded.")
+      .def_ro("device", &PlannedTensorObj::device, "The virtual device index.")
+      .def_ro("scope", &PlannedTensorObj::scope, "The storage scope.")
+      .def_ro("first", &PlannedTensorObj::first, "Program point of the allocation.")
+      .def_ro("last", &PlannedTensorObj::last, "Program point of the last read.")
+      .def_ro("storage", &PlannedTensorObj::storage,
+              "Index in the plan's storages; -1 when the tensor is not planned.")
+      .def_ro("offset", &PlannedTensorObj::offset, "Byte offset in the storage.")
+      .def_ro("reason", &PlannedTensorObj::reason, "Why the tensor is not planned (\"\" if it is).")
+      .def_ro("stock_storage", &PlannedTensorObj::stock_storage,
+              "Index in the stock plan's storages; -1 when the stock planner does not plan it "
+              "or was not run.");
+}
+
+void StorageAllocationObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<StorageAllocationObj>()
+      .def_ro("bytes", &StorageAllocationObj::bytes, "Bytes; -1 when symbolic.")
+      .def_ro("size", &StorageAllocationObj::size, "The size as TVM prints it.")
+      .def_ro("device", &StorageAllocationObj::device, "The virtual device index.")
+      .def_ro("scope", &StorageAllocationObj::scope, "The storage scope.");
+}
+
+void FunctionMemoryPlanObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<FunctionMemoryPlanObj>()
+      .def_ro("function", &FunctionMemoryPlanObj::function, "The Relax function.")
+      .def_ro("planner", &FunctionMemoryPlanObj::planner,
+              "The planner StaticPlanBlockMemory uses for it: \"memplan\" or \"stock\".")
+      .def_ro("reason", &FunctionMemoryPlanObj::reason, "Why that planner.")
+      .def_ro("num_points", &FunctionMemoryPlanObj::num_points, "Program points.")
+      .def_ro("tensors", &FunctionMemoryPlanObj::tensors, "Every R.builtin.alloc_tensor.")
+      .def_ro("storages", &FunctionMemoryPlanObj::storages, "tvm-memplan's storages.")
+      .def_ro("stock_storages", &FunctionMemoryPlanObj::stock_storages,
+              "The stock planner's storages (when it was run).")
+      .def_ro("peak_live_bytes", &FunctionMemoryPlanObj::peak_live_bytes,
+              "Most bytes of static-size tensors live at one program point: a lower bound.")
+      .def_ro("planned_bytes", &FunctionMemoryPlanObj::planned_bytes,
+              "Bytes tvm-memplan allocates: storages and static tensors not planned.")
+      .def_ro("stock_bytes", &FunctionMemoryPlanObj::stock_bytes,
+              "The same for the stock planner; -1 when unknown.")
+      .def_ro("stock_source", &FunctionMemoryPlanObj::stock_source,
+              "How stock_bytes was obtained: \"model\" or \"stock pass\".")
+      .def_ro("symbolic_allocations", &FunctionMemoryPlanObj::symbolic_allocations,
+              "Allocations of symbolic size in tvm-memplan's plan.")
+      .def_ro("stock_symbolic_allocations", &FunctionMemoryPlanObj::stock_symbolic_allocations,
+              "Allocations of symbolic size in the stock plan; -1 when unknown.");
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  MemoryPlanOptionsObj::RegisterReflection();
+  PlannedTensorObj::RegisterReflection();
+  StorageAllocationObj::RegisterReflection();
+  FunctionMemoryPlanObj::RegisterReflection();
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

@@ -1,0 +1,61 @@
+/*!
+ * \file relax/offset_packing.h
+ * \brief Placing tensors at offsets of one storage so that tensors live at the same program
+ *        point never overlap, in as few bytes as possible (a dynamic storage allocation
+ *        problem: NP-hard in general, close to the peak-live bound in practice).
+ *
+ * \code
+ *   //            bytes  live over points
+ *   //   a        256    [0, 2]
+ *   //   b        128    [1, 3]
+ *   //   c        256    [3, 4]
+ *   Packing p = PackOffsets({{256, 0, 2}, {128, 1, 3}, {256, 3, 4}}, 64);
+ *   // p.offsets == {0, 256, 0}: c reuses a's bytes; p.bytes == 384 == PeakLiveBytes(...)
+ * \endcode
+ *
+ * Several greedy orders are tried and the smallest result is kept (TFLite's arena planner and
+ * ExecuTorch keep such a choice too): by size with best fit (each tensor, largest first, goes
+ * into the smallest gap between the tensors placed so far that overlap it in time), and by
+ * breadth (program points with the most live bytes first). The search stops as soon as a
+ * result reaches the peak-live bound, which no placement can beat.
+ */
+#ifndef TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_
+#define TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tvm_memplan {
+namespace relax {
+
+/*! \brief One tensor to place: `bytes` live over program points [first, last]. */
+struct PackItem {
+  int64_t bytes = 0;
+  int64_t first = 0;
+  int64_t last = 0;
+};
+
+/*! \brief A placement: one offset per item (a multiple of the alignment) and the size. */
+struct Packing {
+  std::vector<int64_t> offsets;
+  /*! \brief The storage size: the largest offset + bytes. */
+  int64_t bytes = 0;
+  /*! \brief The heuristic that produced the placement. */
+  std::string algorithm;
+};
+
+/*! \brief The most bytes live at one program point: no placement is smaller. */
+int64_t PeakLiveBytes(const std::vector<PackItem>& items);
+
+/*! \brief The smallest placement found; `alignment` (a power of two) divides every offset. */
+Packing PackOffsets(const std::vector<PackItem>& items, int64_t alignment);
+
+/*! \brief Whether a placement is valid: aligned offsets and no two items overlapping in both
+ *         time and bytes (for tests, and as the planner's own check). */
+bool IsValidPacking(const std::vector<PackItem>& items, const Packing& packing, int64_t alignment);
+
+}  // namespace relax
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_

@@ -1,0 +1,187 @@
+/*!
+ * \file relax/static_plan_memory.cc
+ * \brief Applying memory plans to Relax functions, and the module pass.
+ */
+#include "relax/static_plan_memory.h"
+
+#include <tvm/ffi/reflection/registry.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+
+#include "ir/pass.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+using ir::relax::Binding;
+using ir::relax::BindingBlock;
+using ir::relax::Function;
+using ir::relax::If;
+using ir::relax::SeqExpr;
+using ir::relax::TypeOf;
+
+namespace {
+
+const DLDataType kInt64{kDLInt, 64, 1};
+const DLDataType kUInt8{kDLUInt, 8, 1};
+
+/*! \brief Rewrites the allocations of one function as its plan says. */
+class PlanApplier {
+ public:
+  explicit PlanApplier(const MemoryPlan& plan)
+      : alloc_storage_(ir::relax::GetOp(schema::op::MemoryAllocStorage)),
+        alloc_tensor_(ir::relax::GetOp(schema::op::MemoryAllocTensor)),
+        ensure_zero_offset_(ir::relax::GetOp(schema::op::EnsureZeroOffset)) {
+    const FunctionMemoryPlanObj& record = *plan.record;
+    for (size_t i = 0; i < record.storages.size(); ++i) {
+      const auto* storage = record.storages[i].as<StorageAllocationObj>();
+      Array<ObjectRef> args{ir::relax::MakeShapeExpr({plan.storage_sizes[i]}),
+                            IntConst(kInt64, storage->device), StringConst(storage->scope),
+                            ir::relax::MakeDataTypeConst(kUInt8)};
+      Var var = ir::relax::MakeVar("storage", ir::relax::AnyType());
+      storage_bindings_.push_back(
+          ir::relax::MakeVarBinding(
+              var, ir::relax::MakeTypedCall(ir::relax::AnyType(), alloc_storage_, args))
+              .ref());
+      storage_vars_.push_back(var.ref());
+    }
+    for (size_t i = 0; i < record.tensors.size(); ++i) {
+      const auto* tensor = record.tensors[i].as<PlannedTensorObj>();
+      if (tensor->storage >= 0) placed_[plan.bindings[i].get()] = tensor;
+    }
+  }
+
+  Function operator()(const Function& func) const {
+    SeqExpr body = Seq(SeqExpr(func.body(), "Function.body"));
+    if (!storage_bindings_.empty()) {
+      Array<ObjectRef> blocks{ir::relax::MakeBindingBlock(storage_bindings_).ref()};
+      for (const ObjectRef& block : body.blocks()) blocks.push_back(block);
+      body = body.WithBlocks(blocks);
+    }
+    return func.WithBody(body.ref());
+  }
+
+ private:
+  SeqExpr Seq(const SeqExpr& seq) const {
+    Array<ObjectRef> blocks;
+    for (const ObjectRef& item : seq.blocks()) {
+      BindingBlock block(item);
+      Array<ObjectRef> bindings;
+      for (const ObjectRef& b : block.bindings()) Rebind(Binding(b), &bindings);
+      blocks.push_back(block.WithBindings(bindings).ref());
+    }
+    return seq.WithBlocks(blocks);
+  }
+
+  void Rebind(const Binding& binding, Array<ObjectRef>* out) const {
+    auto found = placed_.find(binding.get());
+    if (found != placed_.end()) {
+      const PlannedTensorObj& tensor = *found->second;
+      Call alloc(binding.value());
+      Array<ObjectRef> args = alloc.args();  // shape, dtype, runtime_device_index, scope
+      Var var = binding.var();
+      ObjectRef type = var.type();
+      Call placed =
+          ir::relax::MakeTypedCall(type, alloc_tensor_,
+                                   {storage_vars_[tensor.storage], IntConst(kInt64, tensor.offset),
+                                    args[0], args[1], args[2]});
+      if (tensor.offset == 0) {
+        out->push_back(binding.WithValue(placed.ref()).ref());
+        return;
+      }
+      // At an offset: the variable is bound to a view with no byte offset (PrimFuncs reject one).
+      Var at = ir::relax::MakeVar(var.name() + "_at", type);
+      out->push_back(ir::relax::MakeVarBinding(at, placed.ref()).ref());
+      out->push_back(
+          binding.WithValue(ir::relax::MakeTypedCall(type, ensure_zero_offset_, {at.ref()}).ref())
+              .ref());
+      return;
+    }
+    if (std::optional<If> branch = As<If>(binding.value())) {
+      out->push_back(binding
+                         .WithValue(branch->WithBranches(Branch(branch->true_branch()),
+                                                         Branch(branch->false_branch())))
+                         .ref());
+      return;
+    }
+    out->push_back(binding.ref());
+  }
+
+  ObjectRef Branch(const ObjectRef& branch) const {
+    std::optional<SeqExpr> seq = As<SeqExpr>(branch);
+    return seq ? Seq(*seq).ref() : branch;
+  }
+
+  ObjectRef alloc_storage_, alloc_tensor_, ensure_zero_offset_;
+  Array<ObjectRef> storage_bindings_;
+  std::vector<ObjectRef> storage_vars_;
+  std::unordered_map<const Object*, const PlannedTensorObj*> placed_;
+};
+
+}  // namespace
+
+PlanMemoryResult PlanMemory(const IRModule& mod, const MemoryPlanOptionsObj& options,
+                            bool compare_with_stock) {
+  CheckMemoryPlanOptions(options);
+  target::PlanningDevices devices = target::ResolvePlanningDevices(mod.ref());
+  StockPlanner stock(mod);
+  // Name order, so that the plans (and the stock runs) do not depend on map iteration.
+  std::vector<std::pair<std::string, ObjectRef>> functions;
+  for (const auto& [gv, func] : mod.functions()) {
+    if (Is<Function>(func)) functions.emplace_back(GlobalVarName(gv), gv);
+  }
+  std::sort(functions.begin(), functions.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  PlanMemoryResult result{mod, {}};
+  Map<ObjectRef, ObjectRef> updated = mod.functions();
+  bool changed = false;
+  for (const auto& [name, gv] : functions) {
+    Function func(mod.functions().at(gv));
+    MemoryPlan plan =
+        AnalyzeMemoryPlan(gv, func, mod, options, devices, &stock, compare_with_stock);
+    ObjectRef planned;
+    if (plan.use_stock()) {
+      planned = stock.Planned().functions().at(gv);
+    } else {
+      Function rewritten = PlanApplier(plan)(func);
+      // TVM's planner consumes this attribute (the analysis has planned what it asks for).
+      if (FuncAttr(rewritten.ref(), schema::attr::MemoryPlanDynamicFuncOutput)) {
+        rewritten =
+            Function(WithoutFuncAttr(rewritten.ref(), schema::attr::MemoryPlanDynamicFuncOutput));
+      }
+      planned = rewritten.ref();
+    }
+    if (!planned.same_as(func.ref()) && !plan.record->tensors.empty()) {
+      updated.Set(gv, planned);
+      changed = true;
+    }
+    result.plans.push_back(std::move(plan));
+  }
+  if (changed) result.mod = mod.WithFunctions(updated);
+  return result;
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  tvm::ffi::reflection::GlobalDef()
+      .def("tvm_memplan.transform.StaticPlanBlockMemory",
+           [](MemoryPlanOptions options) {
+             CheckMemoryPlanOptions(*options.get());
+             return MakeModulePass("tvm_memplan.StaticPlanBlockMemory", 0,
+                                   [options](IRModule mod, ObjectRef) {
+                                     return PlanMemory(mod, *options.get()).mod;
+                                   });
+           })
+      .def("tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions options) {
+        PlanMemoryResult result =
+            PlanMemory(IRModule(mod, "memory_plan"), *options.get(), /*compare_with_stock=*/true);
+        Array<ObjectRef> plans;
+        for (const MemoryPlan& plan : result.plans) plans.push_back(ObjectRef(plan.record));
+        return plans;
+      });
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

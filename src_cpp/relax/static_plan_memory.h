@@ -1,0 +1,53 @@
+/*!
+ * \file relax/static_plan_memory.h
+ * \brief tvm-memplan's StaticPlanBlockMemory: a drop-in for TVM's, at the same point of the
+ *        pipeline (after CallTIRRewrite), that packs the tensors of each Relax function at
+ *        offsets of one storage per device and storage scope.
+ *
+ * \code
+ *   # before (after CallTIRRewrite)                  # after
+ *                                                    storage = R.memory.alloc_storage(
+ *                                                        R.shape([768]), 0, "global", "uint8")
+ *   a = R.builtin.alloc_tensor(R.shape([64]),        a = R.memory.alloc_tensor(storage, 0,
+ *       "float32", 0, "global")                          R.shape([64]), "float32", 0)
+ *   cls.exp(x, a)                                    cls.exp(x, a)
+ *   b = R.builtin.alloc_tensor(R.shape([128]), ...)  b_at = R.memory.alloc_tensor(storage, 256,
+ *                                                        R.shape([128]), "float32", 0)
+ *                                                    b = R.memory.ensure_zero_offset(b_at)
+ *   cls.concat(a, a, b)                              cls.concat(a, a, b)
+ * \endcode
+ *
+ * The plan comes from relax/memory_plan_analysis.h (which states the rules); the rewrite only
+ * applies it. The storages are allocated in a block of their own at the function's start, so a
+ * tensor made in an `if` branch and read after it has storage in scope. A tensor at a nonzero
+ * offset is bound to `ensure_zero_offset` of the allocation under its own variable, so every
+ * use, and every PrimFunc, sees a tensor with no byte offset. Tensors the analysis does not plan
+ * stay `R.builtin.alloc_tensor` (LowerAllocTensor gives each its own storage later); functions
+ * it gives to the stock planner come out exactly as TVM's pass makes them. KillAfterLastUse
+ * and the VM build run unchanged afterwards.
+ */
+#ifndef TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_
+#define TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_
+
+#include <vector>
+
+#include "relax/memory_plan_analysis.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+/*! \brief What one run of the pass did. */
+struct PlanMemoryResult {
+  ir::IRModule mod;
+  /*! \brief One plan per Relax function, in name order. */
+  std::vector<MemoryPlan> plans;
+};
+
+/*! \brief Plan every Relax function of `mod`; `mod` itself is not modified. */
+PlanMemoryResult PlanMemory(const ir::IRModule& mod, const MemoryPlanOptionsObj& options,
+                            bool compare_with_stock = false);
+
+}  // namespace relax
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_
