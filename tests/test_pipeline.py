@@ -10,6 +10,7 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 from tvm.script import tirx as T
 
+import tvm_memplan
 from tvm_memplan import pipeline
 from tvm_memplan.analysis import allocation_plan, placement_counts
 from tvm_memplan.testing import (
@@ -342,6 +343,38 @@ def test_a_substitution_that_never_happens_is_an_error(monkeypatch):
     monkeypatch.setattr(pipeline, "MAIN_SUBSTITUTIONS", (*pipeline.MAIN_SUBSTITUTIONS, never))
     with pytest.raises(RuntimeError, match="could not replace tvm.s_tir.transform.InjectPTXLDG32"):
         tvm.compile(tvm.IRModule({"main": with_unlowered}), "llvm", tir_pipeline="memplan")
+
+
+def _relax_model():
+    from tvm_memplan.examples.models import ZOO
+
+    return ZOO["small_cnn"]()[0]
+
+
+def test_the_relax_pipeline_plans_memory_with_our_planner():
+    """The memplan Relax pipeline runs our StaticPlanBlockMemory where the stock pipeline runs
+    TVM's, and restores TVM's constructor afterwards."""
+    stock_constructor = tvm.relax.transform.StaticPlanBlockMemory
+    ran = []
+
+    @tvm.instrument.pass_instrument
+    class Record:
+        def run_before_pass(self, mod, info):
+            ran.append(info.name)
+
+    with tvm.transform.PassContext(instruments=[Record()]):
+        tvm_memplan.compile(_relax_model(), "llvm")
+    assert "tvm_memplan.StaticPlanBlockMemory" in ran
+    assert "StaticPlanBlockMemory" not in ran
+    assert ran.index("CallTIRRewrite") < ran.index("tvm_memplan.StaticPlanBlockMemory")
+    assert tvm.relax.transform.StaticPlanBlockMemory is stock_constructor
+
+
+def test_a_relax_substitution_that_never_happens_is_an_error(monkeypatch):
+    never = pipeline.Substitution(tvm.relax.transform, "FuseOps", lambda stock, *a: stock(*a))
+    monkeypatch.setattr(pipeline, "RELAX_SUBSTITUTIONS", (*pipeline.RELAX_SUBSTITUTIONS, never))
+    with pytest.raises(RuntimeError, match="Relax pipeline could not replace tvm.relax.transform"):
+        tvm_memplan.compile(_relax_model(), "llvm")
 
 
 # ---- property: random kernels -------------------------------------------------------------------

@@ -68,10 +68,12 @@ std::map<std::string, int64_t> IntAttrMap(const Function& func, const char* key)
   std::optional<Any> attr = FuncAttr(func.ref(), key);
   if (!attr || *attr == nullptr) return out;
   for (const auto& [name, value] : attr->cast<Map<String, Any>>()) {
-    if (std::optional<int64_t> v = AsConstInt(value.cast<ObjectRef>())) {
-      out[std::string(name)] = *v;
-    } else if (value.type_index() == ffi::TypeIndex::kTVMFFIInt) {
+    if (value.type_index() == ffi::TypeIndex::kTVMFFIInt) {
       out[std::string(name)] = value.cast<int64_t>();
+    } else if (value.as<ffi::Object>() != nullptr) {
+      if (std::optional<int64_t> v = AsConstInt(value.cast<ObjectRef>())) {
+        out[std::string(name)] = *v;
+      }
     }
   }
   return out;
@@ -551,6 +553,7 @@ class PlanAnalysis {
   void Decide(MemoryPlan* plan, const std::string& device_refusal, bool compare_with_stock) {
     FunctionMemoryPlanObj& r = *plan->record;
     std::optional<int64_t> modelled = MemoryPlanModel(model_steps_).TotalBytes({});
+    r.stock_model_bytes = modelled.value_or(-1);
     bool symbolic =
         r.symbolic_allocations > 0 || std::any_of(allocations_.begin(), allocations_.end(),
                                                   [](const Allocation& a) { return a.symbolic; });
@@ -709,6 +712,9 @@ void FunctionMemoryPlanObj::RegisterReflection() {
               "The same for the stock planner; -1 when unknown.")
       .def_ro("stock_source", &FunctionMemoryPlanObj::stock_source,
               "How stock_bytes was obtained: \"model\" or \"stock pass\".")
+      .def_ro("stock_model_bytes", &FunctionMemoryPlanObj::stock_model_bytes,
+              "The stock planner's bytes as tvm-memplan's model of it predicts them; -1 when "
+              "the model cannot tell.")
       .def_ro("symbolic_allocations", &FunctionMemoryPlanObj::symbolic_allocations,
               "Allocations of symbolic size in tvm-memplan's plan.")
       .def_ro("stock_symbolic_allocations", &FunctionMemoryPlanObj::stock_symbolic_allocations,
@@ -720,6 +726,21 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   PlannedTensorObj::RegisterReflection();
   StorageAllocationObj::RegisterReflection();
   FunctionMemoryPlanObj::RegisterReflection();
+  // The packing alone, for property tests: items as (bytes, first, last) triples.
+  tvm::ffi::reflection::GlobalDef()
+      .def("tvm_memplan.testing.pack_offsets",
+           [](Array<Array<int64_t>> triples, int64_t alignment) {
+             std::vector<PackItem> items;
+             for (const Array<int64_t>& t : triples) items.push_back(PackItem{t[0], t[1], t[2]});
+             Packing packing = PackOffsets(items, alignment);
+             return Array<Any>{Array<int64_t>(packing.offsets.begin(), packing.offsets.end()),
+                               packing.bytes, String(packing.algorithm)};
+           })
+      .def("tvm_memplan.testing.peak_live_bytes", [](Array<Array<int64_t>> triples) {
+        std::vector<PackItem> items;
+        for (const Array<int64_t>& t : triples) items.push_back(PackItem{t[0], t[1], t[2]});
+        return PeakLiveBytes(items);
+      });
 }
 
 }  // namespace relax

@@ -141,6 +141,9 @@ class FunctionMemoryPlanObj : public ffi::Object {
   int64_t stock_bytes = -1;
   /*! \brief How stock_bytes was obtained: "model", "stock pass" or "". */
   String stock_source;
+  /*! \brief The stock planner's bytes as its model (relax/memory_plan_model.h) predicts them;
+   *         -1 when the model cannot tell (symbolic sizes). */
+  int64_t stock_model_bytes = -1;
   /*! \brief Allocations of symbolic size: tvm-memplan's, the stock planner's (-1 unknown). */
   int64_t symbolic_allocations = 0;
   int64_t stock_symbolic_allocations = -1;

@@ -15,6 +15,9 @@ namespace relax {
 
 namespace {
 
+// Orders tried after the deterministic ones when those stay above the bound.
+constexpr int kShuffledAttempts = 16;
+
 int64_t AlignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
@@ -166,7 +169,27 @@ Packing PackOffsets(const std::vector<PackItem>& items, int64_t alignment) {
   if (consider(GreedyBySize(items, alignment, /*best_fit=*/true, /*longest_first=*/true))) {
     return best;
   }
-  consider(GreedyBySize(items, alignment, /*best_fit=*/false, /*longest_first=*/false));
+  if (consider(GreedyBySize(items, alignment, /*best_fit=*/false, /*longest_first=*/false))) {
+    return best;
+  }
+  // Still above the bound: greedy by size again over slightly shuffled orders (sizes scaled by
+  // a factor in [1, 1.5), a fixed sequence, so the result does not vary between runs).
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto next = [&]() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53);
+  };
+  for (int attempt = 0; attempt < kShuffledAttempts; ++attempt) {
+    std::vector<double> keys(items.size());
+    for (size_t i = 0; i < items.size(); ++i) keys[i] = items[i].bytes * (1.0 + 0.5 * next());
+    std::vector<size_t> order(items.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return keys[a] > keys[b]; });
+    Placer placer(items, alignment);
+    for (size_t i : order) placer.Place(i, /*best_fit=*/true);
+    if (consider(placer.Result("greedy by shuffled size, best fit"))) break;
+  }
   return best;
 }
 

@@ -56,12 +56,22 @@ class PlanApplier {
 
   Function operator()(const Function& func) const {
     SeqExpr body = Seq(SeqExpr(func.body(), "Function.body"));
-    if (!storage_bindings_.empty()) {
-      Array<ObjectRef> blocks{ir::relax::MakeBindingBlock(storage_bindings_).ref()};
-      for (const ObjectRef& block : body.blocks()) blocks.push_back(block);
-      body = body.WithBlocks(blocks);
+    if (storage_bindings_.empty()) return func.WithBody(body.ref());
+    // The storages open the first block, or a block of their own before a dataflow block
+    // (whose bindings must be pure and local).
+    Array<ObjectRef> blocks = body.blocks();
+    Array<ObjectRef> updated;
+    if (!blocks.empty() && !BindingBlock(blocks[0]).is_dataflow()) {
+      BindingBlock first(blocks[0]);
+      Array<ObjectRef> bindings = storage_bindings_;
+      for (const ObjectRef& binding : first.bindings()) bindings.push_back(binding);
+      updated.push_back(first.WithBindings(bindings).ref());
+      for (size_t i = 1; i < blocks.size(); ++i) updated.push_back(blocks[i]);
+    } else {
+      updated.push_back(ir::relax::MakeBindingBlock(storage_bindings_).ref());
+      for (const ObjectRef& block : blocks) updated.push_back(block);
     }
-    return func.WithBody(body.ref());
+    return func.WithBody(body.WithBlocks(updated).ref());
   }
 
  private:

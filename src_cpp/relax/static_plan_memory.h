@@ -18,8 +18,9 @@
  * \endcode
  *
  * The plan comes from relax/memory_plan_analysis.h (which states the rules); the rewrite only
- * applies it. The storages are allocated in a block of their own at the function's start, so a
- * tensor made in an `if` branch and read after it has storage in scope. A tensor at a nonzero
+ * applies it. The storages are allocated at the function's start (the first binding block, or
+ * a block of their own before a dataflow block), so a tensor made in an `if` branch and read
+ * after it has storage in scope. A tensor at a nonzero
  * offset is bound to `ensure_zero_offset` of the allocation under its own variable, so every
  * use, and every PrimFunc, sees a tensor with no byte offset. Tensors the analysis does not plan
  * stay `R.builtin.alloc_tensor` (LowerAllocTensor gives each its own storage later); functions

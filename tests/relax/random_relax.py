@@ -1,8 +1,11 @@
-"""Seeded random Relax functions for property tests of the in-place rewrite.
+"""Seeded random Relax functions for property tests of the in-place rewrite and the planner.
 
 Each function mixes elementwise and broadcasting operators, tuples (nested, indexed, passed to
 concat, returned), views (reshape, expand_dims, squeeze, and copies that RewriteDataflowReshape
-turns into views), constants, several dataflow blocks, bindings outside blocks and `if`s.
+turns into views), constants, several dataflow blocks, bindings outside blocks and `if`s. With
+``branch_chains``, each `if` branch computes a chain of operators, whose intermediate tensors
+live and die inside the branch while the branch result is read after the `if` (the shape of
+apache/tvm#20191, where TVM's planner uses storage allocated in a branch after it).
 """
 
 from __future__ import annotations
@@ -46,8 +49,9 @@ class _Scope:
 
 
 class _Generator:
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, branch_chains: bool = False):
         self.rng = random.Random(seed)
+        self.branch_chains = branch_chains
         self.lines: list[str] = []
         self.count = 0
 
@@ -188,20 +192,28 @@ class _Generator:
                 for _ in range(rng.randint(1, 3)):
                     self.binding(scope, 1)
             else:
-                # One operator per branch: a branch with intermediate tensors trips a TVM bug
-                # (StaticPlanBlockMemory reuses storage allocated in a branch after the `if`).
+                # Without branch_chains, one operator per branch: a branch with intermediate
+                # tensors trips a TVM bug (StaticPlanBlockMemory reuses storage allocated in a
+                # branch after the `if`), which the in-place tests must not depend on.
                 result = self.fresh()
                 self.emit(1, "if c:")
                 for branch in ("then", "else"):
                     if branch == "else":
                         self.emit(1, "else:")
                     full = [n for n, shape in scope.tensors.items() if shape == (4, 8)]
-                    if rng.random() < 0.5:
-                        value = f"{rng.choice(UNARY)}({rng.choice(full)})"
-                    else:
-                        other = rng.choice(list(scope.tensors))
-                        value = f"{rng.choice(BINARY)}({other}, x)"
-                    self.emit(2, f"{result} = {value}")
+                    steps = rng.randint(1, 3) if self.branch_chains else 1
+                    previous = None
+                    for step in range(steps):
+                        # (The draws keep the order of single-operator branches.)
+                        if rng.random() < 0.5:
+                            value = f"{rng.choice(UNARY)}({previous or rng.choice(full)})"
+                        else:
+                            # Every shape of SHAPES broadcasts with (4, 8) to (4, 8).
+                            other = rng.choice(list(scope.tensors))
+                            value = f"{rng.choice(BINARY)}({other}, {previous or 'x'})"
+                        name = result if step == steps - 1 else self.fresh()
+                        self.emit(2, f"{name} = {value}")
+                        previous = name
                 scope.tensors[result] = (4, 8)
         candidates = list(scope.tensors) + list(scope.tuples)
         returned = rng.sample(candidates, k=min(len(candidates), rng.randint(1, 3)))
@@ -209,11 +221,12 @@ class _Generator:
         return "\n".join(self.lines)
 
 
-def random_function_source(seed: int) -> str:
+def random_function_source(seed: int, branch_chains: bool = False) -> str:
     """TVMScript of a random Relax function `main` (see the module docstring)."""
-    return _Generator(seed).function()
+    return _Generator(seed, branch_chains).function()
 
 
-def random_module(seed: int) -> tvm.IRModule:
-    func = tvm.script.from_source(random_function_source(seed), extra_vars={"R": R})
+def random_module(seed: int, branch_chains: bool = False) -> tvm.IRModule:
+    source = random_function_source(seed, branch_chains)
+    func = tvm.script.from_source(source, extra_vars={"R": R})
     return tvm.IRModule({"main": func})

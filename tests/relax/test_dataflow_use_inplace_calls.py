@@ -873,6 +873,27 @@ class TestKeepsRewritesThatRaisePlannedMemory(InplaceCase):
         assert {c.binding for c in unaware if c.inplace} == {"v3", "v5"}
 
 
+def test_memory_is_judged_by_the_planner_that_will_run():
+    """tvm-memplan's planner packs at offsets: keeping `v2`'s bytes alive costs it nothing, so
+    with planner="memplan" (as in the memplan pipeline) both rewrites are kept, and the planner
+    plans no more bytes with them than without."""
+    from tvm_memplan.testing import inplace_modelled_bytes
+
+    memplan = inplace_candidates(MemoryRaise["main"], planner="memplan")
+    assert {c.binding for c in memplan if c.inplace} == {"v3", "v5"}
+    main = MemoryRaise["main"]
+    with_both = inplace_modelled_bytes(main, MemoryRaise, ["v3", "v5"], "memplan")
+    assert with_both <= inplace_modelled_bytes(main, MemoryRaise, [], "memplan")
+    # The stock planner's model still refuses v3 (see the test above).
+    stock = inplace_candidates(MemoryRaise["main"], planner="stock")
+    assert {c.binding for c in stock if c.inplace} == {"v5"}
+
+
+def test_an_unknown_planner_is_refused():
+    with pytest.raises(ValueError, match='planner must be "stock" or "memplan", got "greedy"'):
+        DataflowUseInplaceCalls(planner="greedy")
+
+
 # ---- the stock pass's miscompiles, next to ours ----------------------------------------------
 
 
@@ -1120,5 +1141,6 @@ def test_options_have_docs_and_defaults_from_cpp():
 
     options = InplaceOptions()
     assert options.outside_dataflow is True and options.memory_aware is True
+    assert options.planner == "stock"
     fields = {f.name: f for f in type(options).__tvm_ffi_type_info__.fields}
     assert "dataflow" in fields["outside_dataflow"].doc

@@ -38,14 +38,15 @@ class FunctionMemoryPlan(tvm_ffi.Object):
     stock planner's plan of the same IR."""
 
     def live_bytes(self) -> list[int]:
-        """Bytes of static-size tensors live at each program point (a tensor not planned is
-        live from its allocation to the end); the maximum is ``peak_live_bytes``."""
-        live = [0] * (self.num_points + 1)
+        """Bytes of static-size tensors live at each program point, every tensor from its
+        allocation to its last read. Tensors the planner may not share (function results,
+        escaping tensors) add their bytes to ``peak_live_bytes`` as a whole, so the maximum of
+        this curve can be below the bound."""
+        live = [0] * self.num_points
         for tensor in self.tensors:
-            if tensor.bytes < 0 or (not tensor.planned and _symbolic(tensor)):
+            if tensor.bytes < 0 or _symbolic(tensor):
                 continue
-            last = tensor.last if tensor.planned else self.num_points
-            for point in range(tensor.first, last + 1):
+            for point in range(tensor.first, tensor.last + 1):
                 live[point] += tensor.bytes
         return live
 

@@ -129,9 +129,32 @@ def run_relax(vm, func_name: str, inputs: list) -> tuple[list[np.ndarray], list[
     return outputs, _to_numpy(tuple(args))
 
 
-def relax_vm(mod: tvm.IRModule, target: str = "llvm"):
-    """Compile a Relax module with ``tvm.compile`` and load it on a Relax VM on the CPU."""
-    return tvm.relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())
+def relax_vm(mod: tvm.IRModule, target: str = "llvm", planner: str = "stock"):
+    """Compile a Relax module with ``tvm.compile`` and load it on a Relax VM on the CPU; see
+    ``compile_with_planner`` for ``planner``."""
+    return tvm.relax.VirtualMachine(compile_with_planner(mod, target, planner), tvm.cpu())
+
+
+PLANNERS = ("stock", "memplan", "none")
+
+
+def compile_with_planner(mod: tvm.IRModule, target="llvm", planner: str = "stock"):
+    """``tvm.compile`` with TVM's own pipelines and one memory planner: ``"stock"`` (TVM's
+    StaticPlanBlockMemory), ``"memplan"`` (ours in its place, nothing else changed) or
+    ``"none"`` (no planner: every tensor gets storage of its own, the reference for planners)."""
+    from .. import pipeline
+
+    if planner == "stock":
+        return tvm.compile(mod, target=target)
+    if planner == "none":
+        with tvm.transform.PassContext(disabled_pass=["StaticPlanBlockMemory"]):
+            return tvm.compile(mod, target=target)
+    if planner == "memplan":
+        with pipeline._substituted(pipeline.RELAX_SUBSTITUTIONS) as used:
+            executable = tvm.compile(mod, target=target)
+        pipeline._check_used(pipeline.RELAX_SUBSTITUTIONS, used, "Relax pipeline")
+        return executable
+    raise ValueError(f"planner must be one of {PLANNERS}, got {planner!r}")
 
 
 def assert_same_relax_results(

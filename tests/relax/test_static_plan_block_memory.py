@@ -1,0 +1,694 @@
+"""tvm-memplan's StaticPlanBlockMemory: packing at offsets, lifetimes over the whole function,
+what stays unplanned, symbolic sizes, devices, the fallback to the stock planner, bad input.
+
+Each case states the IR the planner receives (Relax after CallTIRRewrite) and the IR it must
+produce, checks TVM's well-formed check on it, and, where it can run, compiles both (without a
+planner for the input: every tensor its own storage) and runs them on the Relax VM twice with
+the same inputs: outputs identical, inputs untouched.
+"""
+# ruff: noqa: F841  (TVMScript bindings that nothing reads are part of the cases)
+
+import pytest
+import tvm
+from tvm import relax
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tirx as T
+
+from tvm_memplan.analysis import memory_plan
+from tvm_memplan.testing import assert_same_relax_results, relax_vm
+from tvm_memplan.transform import StaticPlanBlockMemory
+
+
+class PlanCase:
+    """`before` -> `expected` under the pass (with `options`), and identical results."""
+
+    before: tvm.IRModule
+    expected: tvm.IRModule | None = None
+    options: dict = {}
+    #: Input seeds to run (a boolean parameter takes both values over a few seeds).
+    seeds: tuple = (0,)
+    #: Values of the symbolic shape variables to run with, one dict per run.
+    shape_vars: tuple = ({},)
+    #: Why the case cannot run here (None: it runs).
+    not_run: str | None = None
+
+    def after(self):
+        return StaticPlanBlockMemory(**self.options)(self.before)
+
+    def test_ir(self):
+        after = self.after()
+        relax.analysis.well_formed(after)
+        expected = self.before if self.expected is None else self.expected
+        tvm.ir.assert_structural_equal(after, expected)
+
+    def test_results(self):
+        if self.not_run:
+            pytest.skip(self.not_run)
+        after = self.after()
+        vms = (relax_vm(self.before, planner="none"), relax_vm(after, planner="none"))
+        for seed in self.seeds:
+            for shape_vars in self.shape_vars:
+                assert_same_relax_results(
+                    self.before, after, seed=seed, shape_vars=shape_vars, vms=vms
+                )
+
+    def test_idempotent(self):
+        """Planned tensors are views of storages: a second run has nothing left to plan."""
+        once = self.after()
+        tvm.ir.assert_structural_equal(StaticPlanBlockMemory(**self.options)(once), once)
+
+
+# ---- packing --------------------------------------------------------------------------------
+
+
+class TestLiveTensorsShareOneStorageAtOffsets(PlanCase):
+    """`a` and `b` are live together: one storage holds both, `b` at the next 64-byte offset,
+    reached through ensure_zero_offset under its own variable. The returned `c` is not
+    planned (the caller owns it)."""
+
+    @I.ir_module
+    class before:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @T.prim_func(private=True)
+        def add(
+            A: T.Buffer((16,), "float32"),
+            B: T.Buffer((16,), "float32"),
+            C: T.Buffer((16,), "float32"),
+        ):
+            for i in range(16):
+                C[i] = A[i] + B[i]
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = before
+            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, a)
+            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.add(a, b, c)
+            return c
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @T.prim_func(private=True)
+        def add(
+            A: T.Buffer((16,), "float32"),
+            B: T.Buffer((16,), "float32"),
+            C: T.Buffer((16,), "float32"),
+        ):
+            for i in range(16):
+                C[i] = A[i] + B[i]
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = expected
+            storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+            a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+            cls.exp(x, a)
+            b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+            b = R.memory.ensure_zero_offset(b_at)
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.add(a, b, c)
+            return c
+
+
+class TestTensorMadeInABranchIsReadAfterIt(PlanCase):
+    """apache/tvm#20191, minimized: `a` lives and dies inside the then branch, `b` is made there
+    and read after the `if`. The storage is allocated before the `if`, so `d` may reuse the
+    bytes of `a` after it (TVM's planner allocates the storage inside the branch and uses it
+    after the `if`: see test_the_stock_plan_of_this_shape_is_not_well_formed)."""
+
+    @I.ir_module
+    class before:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32"), c: R.Tensor((), "bool")) -> R.Tensor(
+            (16,), "float32"
+        ):
+            R.func_attr({"relax.force_pure": True})
+            cls = before
+            if c:
+                a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+                cls.exp(x, a)
+                b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+                cls.exp(a, b)
+                r = b
+            else:
+                r = x
+            d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(r, d)
+            e = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(d, e)
+            return e
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32"), c: R.Tensor((), "bool")) -> R.Tensor(
+            (16,), "float32"
+        ):
+            R.func_attr({"relax.force_pure": True})
+            cls = expected
+            storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+            if c:
+                a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+                cls.exp(x, a)
+                b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+                b = R.memory.ensure_zero_offset(b_at)
+                cls.exp(a, b)
+                r = b
+            else:
+                r = x
+            d = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+            cls.exp(r, d)
+            e = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(d, e)
+            return e
+
+    seeds = (0, 1, 2, 3)  # both values of `c`
+
+
+def test_the_stock_plan_of_this_shape_is_not_well_formed():
+    """The case above is the shape of apache/tvm#20191: TVM's planner uses, after the `if`, a
+    storage variable bound inside the then branch (the VM then reads a register that was never
+    written). If this starts to pass, TVM has fixed the bug."""
+    stock = relax.transform.StaticPlanBlockMemory()(TestTensorMadeInABranchIsReadAfterIt.before)
+    assert not relax.analysis.check_well_formed(stock)
+
+
+class TestViewKeepsItsSourceLive(PlanCase):
+    """`v` is a view of `a` (R.reshape after LegalizeOps): `a` lives until `v`'s last read, so `b`
+    may not take its bytes."""
+
+    @I.ir_module
+    class before:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @T.prim_func(private=True)
+        def exp2(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32")):
+            for i, j in T.grid(4, 4):
+                B[i, j] = T.exp(A[i, j])
+
+        @T.prim_func(private=True)
+        def add2(
+            A: T.Buffer((4, 4), "float32"),
+            B: T.Buffer((16,), "float32"),
+            C: T.Buffer((4, 4), "float32"),
+        ):
+            for i, j in T.grid(4, 4):
+                C[i, j] = A[i, j] + B[i * 4 + j]
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((4, 4), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = before
+            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, a)
+            v = R.reshape(a, R.shape([4, 4]))
+            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, b)
+            c = R.builtin.alloc_tensor(R.shape([4, 4]), R.dtype("float32"), 0, R.str("global"))
+            cls.add2(v, b, c)
+            return c
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @T.prim_func(private=True)
+        def exp2(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32")):
+            for i, j in T.grid(4, 4):
+                B[i, j] = T.exp(A[i, j])
+
+        @T.prim_func(private=True)
+        def add2(
+            A: T.Buffer((4, 4), "float32"),
+            B: T.Buffer((16,), "float32"),
+            C: T.Buffer((4, 4), "float32"),
+        ):
+            for i, j in T.grid(4, 4):
+                C[i, j] = A[i, j] + B[i * 4 + j]
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((4, 4), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = expected
+            storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+            a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+            cls.exp(x, a)
+            v = R.reshape(a, R.shape([4, 4]))
+            b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+            b = R.memory.ensure_zero_offset(b_at)
+            cls.exp(x, b)
+            c = R.builtin.alloc_tensor(R.shape([4, 4]), R.dtype("float32"), 0, R.str("global"))
+            cls.add2(v, b, c)
+            return c
+
+
+class TestTupleAndMatchCastKeepTheirFieldsLive(PlanCase):
+    """`a` is read later through a tuple item and a match_cast: `b` and `c`, made in between,
+    take other bytes."""
+
+    @I.ir_module
+    class before:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = before
+            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, a)
+            t = (a, x)
+            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, b)
+            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            m = R.match_cast(t[0], R.Tensor((16,), "float32"))
+            d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(m, d)
+            return d
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = expected
+            storage = R.memory.alloc_storage(R.shape([192]), 0, R.str("global"), R.dtype("uint8"))
+            a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+            cls.exp(x, a)
+            t = (a, x)
+            b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+            b = R.memory.ensure_zero_offset(b_at)
+            cls.exp(x, b)
+            c_at = R.memory.alloc_tensor(storage, 128, R.shape([16]), R.dtype("float32"), 0)
+            c = R.memory.ensure_zero_offset(c_at)
+            cls.exp(b, c)
+            m = R.match_cast(t[0], R.Tensor((16,), "float32"))
+            d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(m, d)
+            return d
+
+
+class TestEscapingTensorIsNotPlanned(PlanCase):
+    """An impure call may keep `a`: it gets storage of its own (stays R.builtin.alloc_tensor)."""
+
+    @I.ir_module
+    class before:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function(pure=False)
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            cls = before
+            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, a)
+            R.print(a, format="")
+            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(a, b)
+            return b
+
+    expected = None
+
+    def test_reason(self):
+        (plan,) = memory_plan(self.before, pipeline=None)
+        reasons = {t.binding: t.reason for t in plan.tensors}
+        assert reasons["a"].startswith("it escapes: passed to the impure operator `relax.print`")
+        assert reasons["b"] == "it reaches the function result"
+
+
+# ---- symbolic sizes -------------------------------------------------------------------------
+
+
+class TestBoundedSymbolicSizesTakeTheirUpperBound(PlanCase):
+    """`tir_var_upper_bound` bounds `n` by 32: the tensors are packed at 128 bytes each."""
+
+    @I.ir_module
+    class before:
+        @T.prim_func(private=True)
+        def exp(a: T.handle, b: T.handle):
+            n = T.int64()
+            A = T.match_buffer(a, (n,), "float32")
+            B = T.match_buffer(b, (n,), "float32")
+            for i in range(n):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+            n = T.int64()
+            R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+            cls = before
+            a = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, a)
+            b = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            return c
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True)
+        def exp(a: T.handle, b: T.handle):
+            n = T.int64()
+            A = T.match_buffer(a, (n,), "float32")
+            B = T.match_buffer(b, (n,), "float32")
+            for i in range(n):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+            n = T.int64()
+            R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+            cls = expected
+            storage = R.memory.alloc_storage(R.shape([256]), 0, R.str("global"), R.dtype("uint8"))
+            a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
+            cls.exp(x, a)
+            b_at = R.memory.alloc_tensor(storage, 128, R.shape([n]), R.dtype("float32"), 0)
+            b = R.memory.ensure_zero_offset(b_at)
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            return c
+
+    shape_vars = ({"n": 1}, {"n": 17}, {"n": 32})
+
+
+class TestUnboundedSymbolicSizesShareStoragesOfTheirSize(PlanCase):
+    """Without an upper bound, tensors of provably equal size whose lifetimes do not overlap
+    share storages of that size: `c` takes `a`'s (as TVM's planner does, within a block)."""
+
+    @I.ir_module
+    class before:
+        @T.prim_func(private=True)
+        def exp(a: T.handle, b: T.handle):
+            n = T.int64()
+            A = T.match_buffer(a, (n,), "float32")
+            B = T.match_buffer(b, (n,), "float32")
+            for i in range(n):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+            n = T.int64()
+            R.func_attr({"relax.force_pure": True})
+            cls = before
+            a = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, a)
+            b = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            d = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(c, d)
+            return d
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True)
+        def exp(a: T.handle, b: T.handle):
+            n = T.int64()
+            A = T.match_buffer(a, (n,), "float32")
+            B = T.match_buffer(b, (n,), "float32")
+            for i in range(n):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+            n = T.int64()
+            R.func_attr({"relax.force_pure": True})
+            cls = expected
+            storage = R.memory.alloc_storage(R.shape([n * 4]), 0, R.str("global"), R.dtype("uint8"))
+            storage1 = R.memory.alloc_storage(
+                R.shape([n * 4]), 0, R.str("global"), R.dtype("uint8")
+            )
+            a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
+            cls.exp(x, a)
+            b = R.memory.alloc_tensor(storage1, 0, R.shape([n]), R.dtype("float32"), 0)
+            cls.exp(a, b)
+            c = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
+            cls.exp(b, c)
+            d = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(c, d)
+            return d
+
+    shape_vars = ({"n": 1}, {"n": 100})
+
+
+# ---- devices and scopes -----------------------------------------------------------------------
+
+
+def _two_tensors_on(device_index: int, scope: str = "global") -> tvm.IRModule:
+    """`a` and `b` live together on virtual device `device_index` (vdevices: llvm, opencl,
+    cuda), in `scope`."""
+
+    @I.ir_module
+    class Module:
+        I.module_global_infos(
+            {"vdevice": [I.vdevice("llvm"), I.vdevice("opencl"), I.vdevice("cuda")]}
+        )
+
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = Module
+            a = R.builtin.alloc_tensor(
+                R.shape([16]), R.dtype("float32"), device_index, R.str(scope)
+            )
+            cls.exp(x, a)
+            b = R.builtin.alloc_tensor(
+                R.shape([16]), R.dtype("float32"), device_index, R.str(scope)
+            )
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            return c
+
+    return Module
+
+
+@pytest.mark.parametrize(
+    "device_index, scope, why",
+    [
+        (1, "global", "device 1 (opencl, from the module's vdevices)"),
+        (0, "global.texture", 'storage scope "global.texture"'),
+    ],
+)
+def test_devices_and_scopes_without_free_offsets_are_planned_by_the_stock_planner(
+    device_index, scope, why
+):
+    """OpenCL would copy in ensure_zero_offset, and a texture scope has no byte offsets: such a
+    function comes out exactly as TVM's planner makes it, and the plan says why."""
+    mod = _two_tensors_on(device_index, scope)
+    after = StaticPlanBlockMemory()(mod)
+    tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
+    (plan,) = memory_plan(mod, pipeline=None)
+    assert plan.planner == "stock"
+    assert plan.reason.startswith(why)
+
+
+def test_cuda_takes_tensors_at_offsets():
+    """CUDA moves the pointer in ensure_zero_offset: tensors on a CUDA vdevice are packed (IR
+    only: this machine has no GPU)."""
+    (plan,) = memory_plan(_two_tensors_on(2), pipeline=None)
+    assert plan.planner == "memplan"
+    assert [(s.device, s.bytes) for s in plan.storages] == [(2, 128)]
+    offsets = {t.binding: t.offset for t in plan.tensors if t.planned}
+    assert offsets == {"a": 0, "b": 64}
+
+
+def test_without_a_target_the_cpu_is_assumed():
+    """No vdevices and no current target: device 0 is the VM's default, the CPU."""
+    mod = TestLiveTensorsShareOneStorageAtOffsets.before
+    (plan,) = memory_plan(mod, pipeline=None)  # memory_plan runs under Target("llvm")
+    after = StaticPlanBlockMemory()(mod)  # no target here
+    tvm.ir.assert_structural_equal(after, TestLiveTensorsShareOneStorageAtOffsets.expected)
+    assert plan.planner == "memplan"
+
+
+def test_an_opencl_target_is_planned_by_the_stock_planner():
+    """Device 0 is the target's device when the module has no vdevices."""
+    mod = TestLiveTensorsShareOneStorageAtOffsets.before
+    with tvm.target.Target("opencl"):
+        after = StaticPlanBlockMemory()(mod)
+    tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
+
+
+# ---- the stock planner when it is better; options ---------------------------------------------
+
+
+def test_falls_back_to_the_stock_plan_when_it_is_smaller():
+    """With 4096-byte alignment the second tensor would start at 4096: the stock planner's two
+    64-byte storages are smaller, so the function is planned by it."""
+    mod = TestLiveTensorsShareOneStorageAtOffsets.before
+    after = StaticPlanBlockMemory(alignment=4096)(mod)
+    tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
+    (plan,) = memory_plan(mod, pipeline=None, alignment=4096)
+    assert (plan.planner, plan.planned_bytes, plan.stock_bytes) == ("stock", 4160 + 64, 192)
+    assert plan.reason == "the stock planner allocates less: 192 B against 4224 B"
+
+
+def test_fall_back_to_stock_can_be_turned_off():
+    mod = TestLiveTensorsShareOneStorageAtOffsets.before
+    (plan,) = memory_plan(mod, pipeline=None, alignment=4096, fall_back_to_stock=False)
+    assert plan.planner == "memplan"
+    after = StaticPlanBlockMemory(alignment=4096, fall_back_to_stock=False)(mod)
+    relax.analysis.well_formed(after)
+    assert "R.memory.alloc_storage(R.shape([4160])" in after.script()
+    assert_same_relax_results(mod, after, vms=(relax_vm(mod, planner="none"), relax_vm(after)))
+
+
+def test_a_module_with_nothing_to_plan_comes_back_unchanged():
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            return x
+
+    assert StaticPlanBlockMemory()(Module).same_as(Module)
+    (plan,) = memory_plan(Module, pipeline=None)
+    assert (len(plan.tensors), plan.planned_bytes, plan.peak_live_bytes) == (0, 0, 0)
+
+
+def test_the_storages_open_a_block_of_their_own_before_a_dataflow_block():
+    """Outside the pipeline the first block may be a dataflow block, which only takes pure,
+    local bindings: the storages get a block before it."""
+
+    @I.ir_module
+    class Module:
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = Module
+            with R.dataflow():
+                y = R.reshape(x, R.shape([16]))
+                R.output(y)
+            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(y, a)
+            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            return c
+
+    after = StaticPlanBlockMemory()(Module)
+    relax.analysis.well_formed(after)
+    blocks = after["main"].body.blocks
+    assert [type(b).__name__ for b in blocks] == ["BindingBlock", "DataflowBlock", "BindingBlock"]
+    assert [b.var.name for b in blocks[0].bindings] == ["storage"]
+    assert_same_relax_results(
+        Module, after, vms=(relax_vm(Module, planner="none"), relax_vm(after))
+    )
+
+
+def test_every_relax_function_of_a_module_is_planned():
+    """Functions are planned one by one, in name order; module attributes are kept."""
+
+    @I.ir_module
+    class Module:
+        I.module_attrs({"note": "kept"})
+
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def second(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = Module
+            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, a)
+            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(a, b)
+            return b
+
+        @R.function
+        def first(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = Module
+            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(x, a)
+            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            return c
+
+    plans = memory_plan(Module, pipeline=None)
+    assert [(p.function, len(p.storages)) for p in plans] == [("first", 1), ("second", 1)]
+    after = StaticPlanBlockMemory()(Module)
+    assert after.attrs["note"] == "kept"
+    for name in ("first", "second"):
+        assert "R.memory.alloc_storage" in after[name].script()
+
+
+# ---- bad input ------------------------------------------------------------------------------
+
+
+def test_a_non_module_raises_type_error():
+    with pytest.raises(TypeError):
+        StaticPlanBlockMemory()(TestLiveTensorsShareOneStorageAtOffsets.before["main"])
+    with pytest.raises(TypeError, match="memory_plan expects a tvm.IRModule, got Function"):
+        memory_plan(TestLiveTensorsShareOneStorageAtOffsets.before["main"])
+
+
+@pytest.mark.parametrize("alignment", [0, 32, 100, -64])
+def test_alignment_must_be_a_multiple_of_64(alignment):
+    with pytest.raises(ValueError, match="alignment must be a positive multiple of 64"):
+        StaticPlanBlockMemory(alignment=alignment)
+
+
+def test_alignment_must_be_an_int():
+    with pytest.raises(TypeError, match="alignment must be an int"):
+        StaticPlanBlockMemory(alignment=64.0)

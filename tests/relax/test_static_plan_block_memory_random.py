@@ -1,0 +1,96 @@
+"""The planner on seeded random Relax programs with branches, tuples and views
+(tests/relax/random_relax.py, branch chains on) and on the model zoo: results, plan invariants,
+the stock planner's model, and the stock planner's miscompile on branches."""
+
+import pytest
+import tvm
+from random_relax import random_module
+from tvm import relax
+
+from tvm_memplan.analysis import memory_plan
+from tvm_memplan.examples.models import ZOO
+from tvm_memplan.instrument import capture
+from tvm_memplan.pipeline import stock_relax_pipeline
+from tvm_memplan.testing import assert_same_relax_results, relax_vm
+
+SEEDS = range(40)
+
+
+def _planner_input(mod: tvm.IRModule) -> tvm.IRModule:
+    """The module TVM's pipeline hands to StaticPlanBlockMemory (llvm)."""
+    target = tvm.target.Target("llvm")
+    with target:
+        run = lambda: stock_relax_pipeline(target)(mod)  # noqa: E731
+        return capture(run, ["StaticPlanBlockMemory"])["StaticPlanBlockMemory"]
+
+
+def check_plan(plan) -> None:
+    """Invariants of a plan, checked from its records alone: every planned tensor inside its
+    storage at an aligned offset, no two tensors of one storage live at the same point sharing
+    a byte, and no fewer bytes than the bound."""
+    by_storage = {}
+    for tensor in plan.tensors:
+        if tensor.planned:
+            by_storage.setdefault(tensor.storage, []).append(tensor)
+    for index, tensors in by_storage.items():
+        storage = plan.storages[index]
+        for i, a in enumerate(tensors):
+            if storage.bytes >= 0:
+                assert a.offset % 64 == 0 and a.offset + a.bytes <= storage.bytes
+            for b in tensors[:i]:
+                if a.first <= b.last and b.first <= a.last:
+                    assert a.offset + a.bytes <= b.offset or b.offset + b.bytes <= a.offset, (
+                        f"{a.binding} and {b.binding} overlap in storage {index}"
+                    )
+    assert plan.planned_bytes >= plan.peak_live_bytes
+    if plan.planner == "memplan" and plan.stock_bytes >= 0:
+        assert plan.planned_bytes <= plan.stock_bytes or plan.reason.endswith("(apache/tvm#20191)")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_program_keeps_its_results(seed):
+    """Against a build without any planner (every tensor its own storage), two input draws so
+    both branches run, each run twice: outputs identical, inputs untouched."""
+    mod = random_module(seed, branch_chains=True)
+    vms = (relax_vm(mod, planner="none"), relax_vm(mod, planner="memplan"))
+    for input_seed in (seed, seed + 1000):
+        assert_same_relax_results(mod, mod, seed=input_seed, vms=vms)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_program_plan_invariants(seed):
+    for plan in memory_plan(random_module(seed, branch_chains=True)):
+        check_plan(plan)
+
+
+def test_the_random_programs_include_the_stock_planners_miscompile():
+    """The results test above is not vacuous for branches: on some of these programs TVM's plan
+    is not well formed (apache/tvm#20191), and ours runs them correctly."""
+    broken = 0
+    for seed in SEEDS:
+        planned = relax.transform.StaticPlanBlockMemory()(
+            _planner_input(random_module(seed, branch_chains=True))
+        )
+        broken += not relax.analysis.check_well_formed(planned)
+    assert broken >= 5  # 11 of these 40
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_stock_model_predicts_the_stock_planner(seed):
+    """The model that decides the fallback without running TVM's planner predicts its bytes."""
+    for plan in memory_plan(random_module(seed, branch_chains=True)):
+        assert plan.stock_source == "stock pass"
+        assert plan.stock_model_bytes == plan.stock_bytes
+
+
+@pytest.mark.parametrize("model", sorted(ZOO))
+def test_zoo_plans(model):
+    """On every model of the zoo: the invariants, ours at the bound (within alignment padding),
+    never more than the stock planner, and the model predicting the stock planner."""
+    mod, _ = ZOO[model]()
+    (plan,) = memory_plan(mod)
+    check_plan(plan)
+    assert plan.planner == "memplan"
+    assert plan.planned_bytes <= 1.001 * plan.peak_live_bytes
+    assert plan.planned_bytes <= plan.stock_bytes
+    assert plan.stock_model_bytes == plan.stock_bytes
