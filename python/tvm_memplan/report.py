@@ -165,9 +165,11 @@ def _count_inplace_calls(mod: tvm.IRModule) -> int:
 
 
 def _inplace_section(mod: tvm.IRModule, target: tvm.target.Target) -> dict[str, Any]:
-    """In-place conversions and planned VM storage: no in-place pass / stock / ours."""
+    """In-place conversions and planned VM storage: no in-place pass and TVM's planner / TVM's
+    in-place pass and planner / ours (as the memplan pipeline runs them), and our plan per
+    function."""
     notes = []
-    ours, stats = transform.use_inplace_calls(mod)
+    ours, stats = transform.use_inplace_calls(mod, planner="memplan")
     stock = None
     if _calls_relax_functions(mod):
         # TVM 0.27's pass can recurse without end (and kill the process) on such calls.
@@ -178,13 +180,29 @@ def _inplace_section(mod: tvm.IRModule, target: tvm.target.Target) -> dict[str, 
     else:
         stock = tvm.relax.transform.DataflowUseInplaceCalls()(mod)
     already = _count_inplace_calls(mod)
-    planned = {"none": analysis.planned_storage(mod, target), "ours": None, "stock": None}
-    planned["ours"] = analysis.planned_storage(ours, target)
+    planned = {"none": analysis.planned_storage(mod, target).total_bytes, "stock": None}
     if stock is not None:
-        planned["stock"] = analysis.planned_storage(stock, target)
+        planned["stock"] = analysis.planned_storage(stock, target).total_bytes
+    plans = analysis.memory_plan(ours, target)
+    functions = [
+        {
+            "function": plan.function,
+            "tensors": len(plan.tensors),
+            "planned_tensors": sum(t.planned for t in plan.tensors),
+            "bound_bytes": plan.peak_live_bytes,
+            "stock_bytes": None if plan.stock_bytes < 0 else plan.stock_bytes,
+            "ours_bytes": plan.applied_bytes,
+            "planner": plan.planner,
+            "reason": plan.reason,
+        }
+        for plan in plans
+    ]
+    symbolic = any(p.symbolic_allocations or p.stock_bytes < 0 for p in plans)
+    planned["ours"] = None if symbolic else sum(f["ours_bytes"] for f in functions)
+    planned["bound"] = None if symbolic else sum(f["bound_bytes"] for f in functions)
     bindings = []
     for name, func in _relax_functions(mod).items():
-        for c in analysis.inplace_candidates(func, mod):
+        for c in analysis.inplace_candidates(func, mod, planner="memplan"):
             bindings.append(
                 {
                     "function": name,
@@ -200,9 +218,8 @@ def _inplace_section(mod: tvm.IRModule, target: tvm.target.Target) -> dict[str, 
             "stock": None if stock is None else _count_inplace_calls(stock) - already,
             "ours": stats.rewritten,
         },
-        "planned_bytes": {
-            key: None if value is None else value.total_bytes for key, value in planned.items()
-        },
+        "planned_bytes": planned,
+        "functions": functions,
         "bindings": bindings,
         "notes": notes,
     }
@@ -370,6 +387,25 @@ def render_text(report: dict[str, Any]) -> str:
 
     inplace = report["inplace"]
     if inplace is not None:
+        lines += [
+            "",
+            "Relax memory plan (StaticPlanBlockMemory): bytes per function, "
+            "after our in-place pass",
+        ]
+        rows = [
+            (
+                f["function"],
+                f"{f['planned_tensors']}/{f['tensors']}",
+                f["bound_bytes"],
+                f["stock_bytes"],
+                f["ours_bytes"],
+                _ratio(f["ours_bytes"], f["stock_bytes"]),
+                f["planner"],
+            )
+            for f in inplace["functions"]
+        ]
+        header = ("function", "planned", "bound", "stock", "ours", "ours/stock", "planner")
+        lines += _table(header, rows) if rows else ["  no Relax functions"]
         lines += ["", "In-place calls (DataflowUseInplaceCalls)"]
         rows = [
             (b["function"], b["binding"], b["op"], f"in place on {b['arg']}")
@@ -425,6 +461,7 @@ def _totals_lines(report: dict[str, Any]) -> list[str]:
                 _ratio(planned["ours"], planned["stock"]),
             )
         )
+        rows.append(("  peak-live bound (ours)", "", "", planned["bound"], ""))
     return _table(("", "without", "stock", "ours", "ours/stock"), rows)
 
 

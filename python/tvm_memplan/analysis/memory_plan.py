@@ -37,6 +37,12 @@ class FunctionMemoryPlan(tvm_ffi.Object):
     """The memory plan of one Relax function: tensors, storages, the peak-live bound and the
     stock planner's plan of the same IR."""
 
+    @property
+    def applied_bytes(self) -> int:
+        """Bytes of the plan StaticPlanBlockMemory applies: ours, or the stock planner's where
+        it plans the function."""
+        return self.stock_bytes if self.planner == "stock" else self.planned_bytes
+
     def live_bytes(self) -> list[int]:
         """Bytes of static-size tensors live at each program point, every tensor from its
         allocation to its last read. Tensors the planner may not share (function results,

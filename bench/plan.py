@@ -1,0 +1,207 @@
+"""StaticPlanBlockMemory, tvm_memplan's planner against TVM's in one process: the bytes each
+plans for every model of the zoo, the peak-live bound, the bytes of whole builds, identical
+results, and the pass time.
+
+(a) Same IR: each model goes through TVM's Relax pipeline up to the planner (no in-place pass),
+    and both planners plan what the planner receives there
+    (``tvm_memplan.analysis.memory_plan``): the peak-live bound (the most bytes of plannable
+    tensors live at one program point, plus the tensors no planner may share: the function's
+    results), TVM's bytes, ours, ours/bound, ours/stock.
+(b) Whole builds, what a user sees: VM bytes (storage plus unplanned tensors) after
+    ``tvm.compile`` with the stock pipelines and after ``tvm_memplan.compile`` (our in-place
+    pass and our planner), and whether the outputs are bit-identical (two runs each, inputs
+    untouched).
+(c) Pass time, ours / stock, on the IR a 24-block transformer stack hands to the planner.
+
+    python bench/plan.py [--depth 24] [--repeat 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import tvm
+from tvm import relax
+
+import tvm_memplan
+from tvm_memplan.analysis import memory_plan
+from tvm_memplan.examples import models
+from tvm_memplan.instrument import capture
+from tvm_memplan.pipeline import stock_relax_pipeline
+from tvm_memplan.testing import relax_inputs, run_relax
+
+TARGET = "llvm"
+STOCK_PLANNER = "StaticPlanBlockMemory"
+OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
+
+
+def planner_input(mod: tvm.IRModule) -> tvm.IRModule:
+    target = tvm.target.Target(TARGET)
+    with target:
+        run = lambda: stock_relax_pipeline(target)(mod)  # noqa: E731
+        return capture(run, [STOCK_PLANNER])[STOCK_PLANNER]
+
+
+def vm_bytes(mod: tvm.IRModule) -> int:
+    """Storage plus tensors left unplanned, right after a planner ran (static shapes)."""
+    total = 0
+
+    def visit(node):
+        nonlocal total
+        if not (isinstance(node, relax.Call) and isinstance(node.op, tvm.ir.Op)):
+            return
+        if node.op.name == "relax.memory.alloc_storage":
+            total += int(node.args[0].values[0])
+        elif node.op.name == "relax.builtin.alloc_tensor":
+            elements = int(np.prod([int(v) for v in node.args[0].values]))
+            total += elements * tvm.runtime.DataType(node.args[1].value).bits // 8
+
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func, visit)
+    return total
+
+
+def build(mod: tvm.IRModule, memplan: bool):
+    """The executable and the module right after the planner."""
+    planner = OUR_PLANNER if memplan else STOCK_PLANNER
+    compile_ = tvm_memplan.compile if memplan else tvm.compile
+    executable = None
+
+    def run():
+        nonlocal executable
+        executable = compile_(mod, target=TARGET)
+
+    planned = capture(run, [planner], after=True)[planner]
+    return executable, planned
+
+
+def identical(executables, func_name: str, mod: tvm.IRModule) -> bool:
+    inputs = relax_inputs(mod[func_name], seed=0, low=-1.0, high=1.0)
+    reference = None
+    for executable in executables:
+        vm = relax.VirtualMachine(executable, tvm.cpu())
+        for _ in range(2):
+            outputs, inputs_after = run_relax(vm, func_name, inputs)
+            reference = outputs if reference is None else reference
+            same = all(
+                np.array_equal(a, b, equal_nan=True)
+                for a, b in zip(outputs, reference, strict=True)
+            )
+            untouched = all(np.array_equal(a, b) for a, b in zip(inputs_after, inputs, strict=True))
+            if not (same and untouched):
+                return False
+    return True
+
+
+def best_time(pass_, mod, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        pass_(mod)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--depth", type=int, help="blocks of the timing model (default 24)")
+    parser.add_argument("--repeat", type=int, help="timing repetitions, min kept (default 5)")
+    parser.add_argument("--quick", action="store_true", help="depth 6 and 2 repetitions if unset")
+    args = parser.parse_args()
+    if args.depth is None:
+        args.depth = 6 if args.quick else 24
+    if args.repeat is None:
+        args.repeat = 2 if args.quick else 5
+
+    print("(a) Same IR: what StaticPlanBlockMemory receives in TVM's pipeline, bytes")
+    header = (
+        f"{'model':<19} {'tensors':>7} {'bound':>9} {'stock':>9} {'ours':>9} "
+        f"{'stock/bound':>11} {'ours/bound':>10} {'ours/stock':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    totals = {"bound": 0, "stock": 0, "ours": 0}
+    at_bound = ours_le_stock = True
+    built = {}
+    for name, builder in models.ZOO.items():
+        mod, func_name = builder()
+        (plan,) = memory_plan(planner_input(mod), TARGET, pipeline=None)
+        bound, stock, ours = plan.peak_live_bytes, plan.stock_bytes, plan.planned_bytes
+        for key, value in (("bound", bound), ("stock", stock), ("ours", ours)):
+            totals[key] += value
+        at_bound = at_bound and ours <= 1.02 * bound
+        ours_le_stock = ours_le_stock and ours <= stock
+        print(
+            f"{name:<19} {len(plan.tensors):>7} {bound:>9} {stock:>9} {ours:>9} "
+            f"{stock / bound:>11.3f} {ours / bound:>10.4f} {ours / stock:>10.3f}"
+        )
+        built[name] = (mod, func_name)
+    print("-" * len(header))
+    total_ratio = totals["ours"] / totals["stock"]
+    print(
+        f"{'total':<19} {'':>7} {totals['bound']:>9} {totals['stock']:>9} {totals['ours']:>9} "
+        f"{totals['stock'] / totals['bound']:>11.3f} {totals['ours'] / totals['bound']:>10.4f} "
+        f"{total_ratio:>10.3f}"
+    )
+
+    print()
+    print(
+        "(b) Whole builds (llvm): VM bytes after planning, stock pipelines vs tvm_memplan.compile"
+    )
+    header = f"{'model':<19} {'stock':>9} {'memplan':>9} {'memplan/stock':>13}  identical"
+    print(header)
+    print("-" * len(header))
+    build_totals = {"stock": 0, "memplan": 0}
+    all_identical = builds_le_stock = True
+    for name, (mod, func_name) in built.items():
+        stock_exe, stock_planned = build(mod, memplan=False)
+        ours_exe, ours_planned = build(mod, memplan=True)
+        stock, ours = vm_bytes(stock_planned), vm_bytes(ours_planned)
+        build_totals["stock"] += stock
+        build_totals["memplan"] += ours
+        same = identical([stock_exe, ours_exe], func_name, mod)
+        all_identical = all_identical and same
+        builds_le_stock = builds_le_stock and ours <= stock
+        print(f"{name:<19} {stock:>9} {ours:>9} {ours / stock:>13.3f}  {'yes' if same else 'NO'}")
+    print("-" * len(header))
+    build_ratio = build_totals["memplan"] / build_totals["stock"]
+    print(
+        f"{'total':<19} {build_totals['stock']:>9} {build_totals['memplan']:>9} "
+        f"{build_ratio:>13.3f}"
+    )
+
+    print()
+    big, _ = models.transformer_stack(args.depth)
+    planned = planner_input(big)
+    stock_pass = relax.transform.StaticPlanBlockMemory()
+    our_pass = tvm_memplan.transform.StaticPlanBlockMemory()
+    with tvm.target.Target(TARGET):
+        timings = {
+            "stock": best_time(stock_pass, planned, args.repeat),
+            "ours": best_time(our_pass, planned, args.repeat),
+        }
+    bindings = sum(len(block.bindings) for block in planned["forward"].body.blocks)
+    time_ratio = timings["ours"] / timings["stock"]
+    print(
+        f"(c) Pass time on a {args.depth}-block transformer stack ({bindings} bindings): "
+        f"stock {timings['stock'] * 1e3:.1f} ms, ours {timings['ours'] * 1e3:.1f} ms, "
+        f"ours/stock {time_ratio:.2f}"
+    )
+    targets = [
+        ("ours <= 1.02x the bound on every model", at_bound),
+        ("ours <= stock on every model", ours_le_stock),
+        (f"total <= 0.85x stock ({total_ratio:.3f})", total_ratio <= 0.85),
+        (f"pass time <= 1.5x stock ({time_ratio:.2f})", time_ratio <= 1.5),
+        ("results identical", all_identical),
+    ]
+    print("targets: " + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in targets))
+    # Soundness and never planning more than stock are errors; the other targets are reported.
+    return 0 if all_identical and ours_le_stock and builds_le_stock else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
