@@ -24,14 +24,13 @@ import argparse
 import sys
 import time
 
-import numpy as np
 import tvm
 from tvm import relax
 
 import tvm_memplan
 from tvm_memplan.analysis import planned_storage
 from tvm_memplan.examples import models
-from tvm_memplan.testing import relax_inputs, relax_vm, run_relax
+from tvm_memplan.testing import identical_relax_results, relax_inputs, relax_vm
 
 
 def count_calls(mod: tvm.IRModule, op_name: str) -> int:
@@ -52,19 +51,7 @@ def identical_results(mods: list[tvm.IRModule], func_name: str) -> bool:
     """Whether every module, run twice on the same inputs, gives the outputs of the first run
     of the first module and leaves the inputs unchanged."""
     inputs = relax_inputs(mods[0][func_name], seed=0, low=-1.0, high=1.0)
-    reference = None
-    for mod in mods:
-        vm = relax_vm(mod)
-        for _ in range(2):
-            outputs, inputs_after = run_relax(vm, func_name, inputs)
-            reference = outputs if reference is None else reference
-            for got, want in zip(outputs, reference, strict=True):
-                if not np.array_equal(got, want, equal_nan=True):
-                    return False
-            for got, want in zip(inputs_after, inputs, strict=True):
-                if not np.array_equal(got, want):
-                    return False
-    return True
+    return identical_relax_results([relax_vm(mod) for mod in mods], func_name, inputs)
 
 
 def main() -> int:

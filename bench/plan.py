@@ -22,16 +22,15 @@ import argparse
 import sys
 import time
 
-import numpy as np
 import tvm
 from tvm import relax
 
 import tvm_memplan
-from tvm_memplan.analysis import memory_plan
+from tvm_memplan.analysis import memory_plan, storage_after_planning
 from tvm_memplan.examples import models
 from tvm_memplan.instrument import capture
 from tvm_memplan.pipeline import stock_relax_pipeline
-from tvm_memplan.testing import relax_inputs, run_relax
+from tvm_memplan.testing import identical_relax_results, relax_inputs
 
 TARGET = "llvm"
 STOCK_PLANNER = "StaticPlanBlockMemory"
@@ -43,26 +42,6 @@ def planner_input(mod: tvm.IRModule) -> tvm.IRModule:
     with target:
         run = lambda: stock_relax_pipeline(target)(mod)  # noqa: E731
         return capture(run, [STOCK_PLANNER])[STOCK_PLANNER]
-
-
-def vm_bytes(mod: tvm.IRModule) -> int:
-    """Storage plus tensors left unplanned, right after a planner ran (static shapes)."""
-    total = 0
-
-    def visit(node):
-        nonlocal total
-        if not (isinstance(node, relax.Call) and isinstance(node.op, tvm.ir.Op)):
-            return
-        if node.op.name == "relax.memory.alloc_storage":
-            total += int(node.args[0].values[0])
-        elif node.op.name == "relax.builtin.alloc_tensor":
-            elements = int(np.prod([int(v) for v in node.args[0].values]))
-            total += elements * tvm.runtime.DataType(node.args[1].value).bits // 8
-
-    for func in mod.functions.values():
-        if isinstance(func, relax.Function):
-            relax.analysis.post_order_visit(func, visit)
-    return total
 
 
 def build(mod: tvm.IRModule, memplan: bool):
@@ -81,20 +60,8 @@ def build(mod: tvm.IRModule, memplan: bool):
 
 def identical(executables, func_name: str, mod: tvm.IRModule) -> bool:
     inputs = relax_inputs(mod[func_name], seed=0, low=-1.0, high=1.0)
-    reference = None
-    for executable in executables:
-        vm = relax.VirtualMachine(executable, tvm.cpu())
-        for _ in range(2):
-            outputs, inputs_after = run_relax(vm, func_name, inputs)
-            reference = outputs if reference is None else reference
-            same = all(
-                np.array_equal(a, b, equal_nan=True)
-                for a, b in zip(outputs, reference, strict=True)
-            )
-            untouched = all(np.array_equal(a, b) for a, b in zip(inputs_after, inputs, strict=True))
-            if not (same and untouched):
-                return False
-    return True
+    vms = [relax.VirtualMachine(executable, tvm.cpu()) for executable in executables]
+    return identical_relax_results(vms, func_name, inputs)
 
 
 def best_time(pass_, mod, repeat: int) -> float:
@@ -160,7 +127,8 @@ def main() -> int:
     for name, (mod, func_name) in built.items():
         stock_exe, stock_planned = build(mod, memplan=False)
         ours_exe, ours_planned = build(mod, memplan=True)
-        stock, ours = vm_bytes(stock_planned), vm_bytes(ours_planned)
+        stock = storage_after_planning(stock_planned).total_bytes
+        ours = storage_after_planning(ours_planned).total_bytes
         build_totals["stock"] += stock
         build_totals["memplan"] += ours
         same = identical([stock_exe, ours_exe], func_name, mod)

@@ -21,6 +21,7 @@ import pytest
 import tvm
 
 import tvm_memplan
+from tvm_memplan.analysis import storage_after_planning
 from tvm_memplan.examples.models import ZOO
 from tvm_memplan.examples.workloads import WORKLOADS
 from tvm_memplan.testing import (
@@ -202,23 +203,7 @@ def test_memplan_build_of_a_model_makes_in_place_calls(model, build):
 
 
 def _planned_bytes(mod: tvm.IRModule) -> int:
-    """Bytes the Relax functions allocate right after memory planning (shapes are static)."""
-    total = 0
-
-    def visit(node):
-        nonlocal total
-        if not (isinstance(node, tvm.relax.Call) and isinstance(node.op, tvm.ir.Op)):
-            return
-        if node.op.name == "relax.memory.alloc_storage":
-            total += int(node.args[0].values[0])
-        elif node.op.name == "relax.builtin.alloc_tensor":
-            elements = int(np.prod([int(v) for v in node.args[0].values]))
-            total += elements * tvm.runtime.DataType(node.args[1].value).bits // 8
-
-    for func in mod.functions.values():
-        if isinstance(func, tvm.relax.Function):
-            tvm.relax.analysis.post_order_visit(func, visit)
-    return total
+    return storage_after_planning(mod).total_bytes
 
 
 @pytest.mark.parametrize("model", MODELS)

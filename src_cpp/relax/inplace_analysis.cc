@@ -1,17 +1,14 @@
 /*!
  * \file relax/inplace_analysis.cc
- * \brief The in-place analysis: a flattened program, last uses, a points-to analysis over
- *        storage roots, and the per-binding decision (see the header for the rules).
+ * \brief The in-place analysis: the per-binding decision (see the header for the rules), on
+ *        the program points, memory effects and storage flow shared with the memory planner,
+ *        and the memory guard on the planner models.
  */
 #include "relax/inplace_analysis.h"
 
-#include <tvm/ffi/extra/structural_equal.h>
-#include <tvm/ffi/extra/structural_visit.h>
 #include <tvm/ffi/reflection/registry.h>
 
 #include <algorithm>
-#include <memory>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/analyzer.h"
@@ -24,21 +21,15 @@ namespace relax {
 
 using namespace ir;
 using ir::relax::Binding;
-using ir::relax::BindingBlock;
 using ir::relax::Function;
-using ir::relax::If;
 using ir::relax::InplaceIndices;
 using ir::relax::IsConstant;
-using ir::relax::IsExternFunc;
-using ir::relax::IsGlobalVar;
 using ir::relax::IsVar;
 using ir::relax::OpAttr;
 using ir::relax::SameShapeAndDType;
-using ir::relax::SeqExpr;
 using ir::relax::TensorType;
 using ir::relax::Tuple;
 using ir::relax::TupleGetItem;
-using ir::relax::TupleType;
 using ir::relax::TypeOf;
 
 namespace {

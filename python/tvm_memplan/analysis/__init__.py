@@ -11,7 +11,7 @@ from . import _ffi_api
 from ._records import check_tir, shape_of
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
 from .memory_plan import FunctionMemoryPlan, PlannedTensor, StorageAllocation, memory_plan
-from .planned_storage import PlannedStorage, planned_storage
+from .planned_storage import PlannedStorage, planned_storage, storage_after_planning
 
 __all__ = [
     "Allocation",
@@ -29,6 +29,7 @@ __all__ = [
     "memory_plan",
     "placement_counts",
     "planned_storage",
+    "storage_after_planning",
     "total_bytes",
 ]
 

@@ -9,7 +9,7 @@ import tvm
 
 from ..instrument import capture
 
-__all__ = ["PlannedStorage", "planned_storage"]
+__all__ = ["PlannedStorage", "planned_storage", "storage_after_planning"]
 
 _PLANNER = "StaticPlanBlockMemory"
 
@@ -21,7 +21,8 @@ class PlannedStorage:
     storage_bytes: int
     """``R.memory.alloc_storage``: the storage StaticPlanBlockMemory planned and reuses."""
     output_bytes: int
-    """``R.builtin.alloc_tensor``: tensors the planner leaves alone (the functions' outputs)."""
+    """``R.builtin.alloc_tensor``: tensors the planner leaves alone (the functions' outputs,
+    tensors that escape)."""
 
     @property
     def total_bytes(self) -> int:
@@ -38,6 +39,12 @@ def planned_storage(mod: tvm.IRModule, target="llvm") -> PlannedStorage:
         planned = capture(lambda: tvm.relax.get_pipeline("default")(mod), [_PLANNER], after=True)[
             _PLANNER
         ]
+    return storage_after_planning(planned)
+
+
+def storage_after_planning(planned: tvm.IRModule) -> PlannedStorage:
+    """What the Relax functions of ``planned``, a module a memory planner has just planned
+    (TVM's or tvm-memplan's), allocate. Shapes must be static."""
     storage = outputs = 0
 
     def visit(node):

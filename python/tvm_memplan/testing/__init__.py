@@ -129,6 +129,28 @@ def run_relax(vm, func_name: str, inputs: list) -> tuple[list[np.ndarray], list[
     return outputs, _to_numpy(tuple(args))
 
 
+def identical_relax_results(vms, func_name: str, inputs: list, runs: int = 2) -> bool:
+    """Whether every VM, run ``runs`` times on fresh copies of ``inputs``, gives the outputs of
+    the first run of the first one (NaNs equal) and leaves the inputs unchanged (the
+    benchmarks' check; tests use assert_same_relax_results, which says what differs)."""
+    originals = _to_numpy(tuple(inputs))
+    reference = None
+    for vm in vms:
+        for _ in range(runs):
+            outputs, inputs_after = run_relax(vm, func_name, inputs)
+            reference = outputs if reference is None else reference
+            if len(outputs) != len(reference) or not all(
+                np.array_equal(got, want, equal_nan=True)
+                for got, want in zip(outputs, reference, strict=True)
+            ):
+                return False
+            if not all(
+                np.array_equal(got, want) for got, want in zip(inputs_after, originals, strict=True)
+            ):
+                return False
+    return True
+
+
 def relax_vm(mod: tvm.IRModule, target: str = "llvm", planner: str = "stock"):
     """Compile a Relax module with ``tvm.compile`` and load it on a Relax VM on the CPU; see
     ``compile_with_planner`` for ``planner``."""
