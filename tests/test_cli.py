@@ -19,42 +19,68 @@ def bundled():
 
 
 def _by(rows, key):
-    return {row[key]: row for row in rows}
+    return {getattr(row, key): row for row in rows}
 
 
 def test_bundled_example_compaction_is_judged_against_stock(bundled):
-    buffers = _by(bundled["compaction"]["buffers"], "buffer")
-    assert (buffers["C_local"]["original_bytes"], buffers["C_local"]["ours_bytes"]) == (65536, 1024)
+    buffers = _by(bundled.compaction.buffers, "buffer")
+    assert (buffers["C_local"].original_bytes, buffers["C_local"].ours_bytes) == (65536, 1024)
     # The clamped halo: the stock pass keeps a whole row, ours the 18 elements of the tile.
-    assert (buffers["H"]["stock_bytes"], buffers["H"]["ours_bytes"]) == (512, 72)
-    totals = bundled["compaction"]["totals"]
+    assert (buffers["H"].stock_bytes, buffers["H"].ours_bytes) == (512, 72)
+    totals = bundled.compaction.totals
     assert totals["ours_bytes"] < totals["stock_bytes"] < totals["original_bytes"]
 
 
 def test_bundled_example_placement_shows_stock_and_ours(bundled):
-    c_local = _by(bundled["placement"]["buffers"], "buffer")["C_local"]
-    assert (c_local["scope"], c_local["bytes"], c_local["stock"], c_local["ours"]) == (
+    c_local = _by(bundled.placement.allocations, "buffer")["C_local"]
+    assert (c_local.scope, c_local.bytes, c_local.stock, c_local.ours) == (
         "local",
         1024,
         "workspace",
         "stack",
     )
-    assert "max_stack_alloca 1024" in c_local["reason"]
+    assert "max_stack_alloca 1024" in c_local.reason
 
 
 def test_bundled_example_inplace_conversions_and_planned_bytes(bundled):
-    inplace = bundled["inplace"]
-    assert inplace["conversions"] == {"stock": 2, "ours": 4}
-    planned = inplace["planned_bytes"]
-    assert planned["ours"] < planned["stock"] <= planned["none"]
-    converted = [b["binding"] for b in inplace["bindings"] if b["inplace"]]
+    inplace = bundled.inplace
+    assert inplace.conversions == {"stock": 2, "ours": 4}
+    planned = inplace.planned_bytes
+    assert planned["bound"] <= planned["ours"] < planned["stock"] <= planned["none"]
+    converted = [b.binding for b in inplace.bindings if b.inplace]
     assert converted == ["z", "a", "o", "p"]
+
+
+def test_bundled_example_memory_plan_is_ours_on_the_memplan_ir(bundled):
+    (main,) = bundled.memory
+    assert (main.function, main.planner) == ("main", "memplan")
+    assert main.ours_bytes == bundled.inplace.planned_bytes["ours"]
+    assert main.stock_build_bytes == bundled.inplace.planned_bytes["stock"]
+    assert max(main.live_bytes) <= main.bound_bytes <= main.ours_bytes
+
+
+def test_summary_has_a_line_per_function(bundled):
+    kinds = {row.function: row.kind for row in bundled.summary}
+    assert kinds == {
+        "main": "relax",
+        "matmul": "tir",
+        "smooth_rows": "tir",
+        "softmax_inplace": "tir",
+    }
+    matmul = _by(bundled.summary, "function")["matmul"]
+    assert (matmul.stack_stock, matmul.stack_ours) == (64, 1088)
 
 
 def test_text_report_has_a_table_per_pass_and_totals(capsys):
     assert main(["report"]) == 0
     out = capsys.readouterr().out
-    for heading in ("Buffer compaction", "Allocation placement", "In-place calls", "Totals"):
+    for heading in (
+        "Buffer compaction",
+        "Allocation placement",
+        "Relax memory plan",
+        "In-place calls",
+        "Totals",
+    ):
         assert heading in out
     assert "in-place conversions" in out
 
@@ -63,7 +89,7 @@ def test_json_report_is_the_same_data(capsys, bundled):
     assert main(["report", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     printed.pop("seconds")
-    expected = dict(bundled)
+    expected = json.loads(json.dumps(bundled.to_json()))
     expected.pop("seconds")
     assert printed == expected
 
@@ -92,6 +118,7 @@ def test_report_on_a_tir_file_for_another_target(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["target"] == "c"
     assert report["inplace"] is None
+    assert report["memory"] == []
     (b,) = report["compaction"]["buffers"]
     assert (b["buffer"], b["original_bytes"], b["ours_bytes"]) == ("B", 256, 64)
 

@@ -22,3 +22,18 @@ def test_report_example_is_the_commands_output():
             assert any(a.startswith(prefix) for a in actual), line
         else:
             assert shown in actual, line
+
+
+def test_fit_example_is_the_commands_output():
+    """The fit check shown in docs/report.md is what the command prints for those budgets."""
+    page = (DOCS / "report.md").read_text()
+    (command, example) = re.findall(
+        r"\(`tvm-memplan report --fit ([^`]+)`\):\n\n```\n(.*?)```", page, flags=re.S
+    )[0]
+    actual = report.render_text(report.run_report(None, fit=command)).splitlines()
+    for line in example.splitlines():
+        assert line.rstrip() in actual, line
+
+
+def test_the_screenshot_is_committed():
+    assert (DOCS / "report-example.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

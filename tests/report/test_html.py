@@ -1,0 +1,230 @@
+"""`tvm-memplan report --html`: the page's structure, every figure against the JSON, one
+timeline per Relax function, self-containment, and a render in a real browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from png import colors
+
+from tvm_memplan.cli import main
+from tvm_memplan.report import render_html, run_report
+
+TWO_FUNCTIONS = """
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+
+@I.ir_module
+class Module:
+    @R.function
+    def first(x: R.Tensor((64, 64), "float32"), c: R.Tensor((), "bool")):
+        a = R.exp(x)
+        if c:
+            b = R.exp(a)
+            d = R.sigmoid(b)
+            r = R.add(d, a)
+        else:
+            r = R.negative(a)
+        e = R.concat((r, a), axis=0)
+        return R.sum(e, axis=0)
+
+    @R.function
+    def second(x: R.Tensor((32, 32), "float32")):
+        a = R.exp(x)
+        b = R.exp(a)
+        return R.add(a, b)
+"""
+
+
+class Page(HTMLParser):
+    """The elements of a page, as (tag, attributes, enclosing tags), and their text."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.elements: list[tuple[str, dict, tuple]] = []
+        self.stack: list[tuple[str, dict]] = []
+        self.titles: list[tuple[tuple, str]] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.elements.append((tag, attrs, tuple(self.stack)))
+        if tag not in ("meta", "br", "img", "input", "link"):  # HTML's void elements
+            self.stack.append((tag, attrs))
+
+    def handle_startendtag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs), tuple(self.stack)))
+
+    def handle_endtag(self, tag):
+        if any(t == tag for t, _ in self.stack):
+            while self.stack.pop()[0] != tag:
+                pass
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1][0] == "title":
+            self.titles.append((tuple(self.stack[:-1]), data))
+
+    def find(self, tag, **attrs):
+        return [
+            (a, inside)
+            for t, a, inside in self.elements
+            if t == tag and all(a.get(k.replace("_", "-")) == v for k, v in attrs.items())
+        ]
+
+
+def _resolve(data, path: str):
+    for part in path.split("."):
+        data = data[int(part)] if isinstance(data, list) else data[part]
+    return data
+
+
+@pytest.fixture(scope="module")
+def two_functions(tmp_path_factory):
+    source = tmp_path_factory.mktemp("html") / "model.py"
+    source.write_text(TWO_FUNCTIONS)
+    report = run_report(str(source), fit="vm=16KiB,stack=64K")
+    return report, render_html(report)
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    report = run_report(None)
+    return report, render_html(report)
+
+
+@pytest.mark.parametrize("case", ["bundled", "two_functions"])
+def test_every_figure_is_the_json(case, request):
+    report, html = request.getfixturevalue(case)
+    data = json.loads(json.dumps(report.to_json()))
+    figures = [a for t, a, _ in Page(html).elements if "data-figure" in a]
+    assert len(figures) > 10
+    for a in figures:
+        value = _resolve(data, a["data-figure"])
+        assert a["data-value"] == ("" if value is None else str(value)), a["data-figure"]
+
+
+def test_one_timeline_per_relax_function_with_both_plans(two_functions):
+    report, html = two_functions
+    page = Page(html)
+    articles = page.find("article")
+    assert [a["data-function"] for a, _ in articles] == [m.function for m in report.memory]
+    assert [m.function for m in report.memory] == ["first", "second"]
+    for memory in report.memory:
+        inside = [
+            (a, enclosing)
+            for a, enclosing in page.find("svg")
+            if ("article", {"class": "timeline", "data-function": memory.function}) in enclosing
+        ]
+        assert [a["class"] for a, _ in inside] == ["live", "lane", "lane"]
+        assert [a.get("data-plan") for a, _ in inside[1:]] == ["ours", "stock"]
+        drawn = [t for t in memory.tensors if t.bytes > 0]
+        for plan in ("ours", "stock"):
+            rects = [
+                a
+                for a, enclosing in page.find("rect")
+                if any(tag == "svg" and attrs.get("data-plan") == plan for tag, attrs in enclosing)
+                and ("article", {"class": "timeline", "data-function": memory.function})
+                in enclosing
+            ]
+            assert sorted(r["data-binding"] for r in rects) == sorted(t.binding for t in drawn)
+            for r in rects:
+                tensor = next(t for t in drawn if t.binding == r["data-binding"])
+                assert int(r["data-bytes"]) == tensor.bytes
+                storage = tensor.storage if plan == "ours" else tensor.stock_storage
+                assert int(r["data-storage"]) == storage
+                if plan == "ours" and storage >= 0:
+                    base = sum(s.bytes for s in memory.storages[:storage])
+                    assert int(r["data-offset"]) == base + tensor.offset
+
+
+def test_each_rectangle_names_its_tensor(two_functions):
+    report, html = two_functions
+    tensors = {t.binding: t for m in report.memory for t in m.tensors}
+    rect_titles = [text for enclosing, text in Page(html).titles if enclosing[-1][0] == "rect"]
+    assert rect_titles
+    for text in rect_titles:
+        binding = text.split(" ", 1)[0]
+        t = tensors[binding]
+        shape = "x".join(str(d) for d in t.shape)
+        assert f"written by {t.op}" in text and f"{shape} {t.dtype}, {t.bytes} B" in text
+
+
+def test_the_page_is_self_contained(two_functions):
+    _, html = two_functions
+    page = Page(html)
+    assert not page.find("script") and not page.find("link") and not page.find("img")
+    assert not any("src" in a for _, a, _ in page.elements)
+    assert html.count("http") == html.count('xmlns="http://www.w3.org/2000/svg"')
+
+
+def test_long_tables_are_collapsed_and_largest_first(two_functions):
+    report, html = two_functions
+    assert "<details" in html and "largest first" in html
+    for memory in report.memory:
+        article = f'<article class="timeline" data-function="{memory.function}">'
+        table = html.split(article, 1)[1].split("</details>", 1)[0]
+        rows = table.split("<summary>Tensors", 1)[1].split("<tr>")[2:]
+        sizes = [int(row.split('class="num">', 1)[1].split("<", 1)[0]) for row in rows]
+        assert sizes == sorted(sizes, reverse=True)
+
+
+def test_the_fit_check_is_on_the_page(two_functions):
+    report, html = two_functions
+    assert report.fit is not None and not report.fit.fits
+    assert 'id="fit"' in html and "does not fit" in html
+
+
+def test_html_is_written_next_to_the_text(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert main(["report", "--html", str(out)]) == 0
+    assert "Totals" in capsys.readouterr().out
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_an_unwritable_html_path_is_one_line(tmp_path, capsys):
+    assert main(["report", "--html", str(tmp_path / "missing" / "r.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot write" in err[0]
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_the_page_renders_in_a_real_browser(two_functions, tmp_path):
+    """Headless Chromium (Debian's package) draws the page: the screenshot is not blank. CI
+    (.ci/run) installs the browser and sets TVM_MEMPLAN_REQUIRE_BROWSER, so there this cannot
+    be skipped."""
+    browser = _chromium()
+    if browser is None:
+        if os.environ.get("TVM_MEMPLAN_REQUIRE_BROWSER"):
+            pytest.fail("chromium is not installed (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium); CI requires it")
+    _, html = two_functions
+    page = tmp_path / "report.html"
+    page.write_text(html)
+    shot = tmp_path / "shot.png"
+    result = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1200,1600",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert colors(Path(shot).read_bytes()) > 30
