@@ -106,7 +106,7 @@ class EventLog : public ScopedVisitor {
   void OnBlockEnter(const SBlockRealize& realize) override {
     Log("block " + realize.block().name_hint() + Context());
   }
-  void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& block) override {
+  void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& /*block*/) override {
     Log("match " + match.buffer().name() + " <- " + match.source().buffer().name());
   }
   void OnBind(const Bind& bind) override { Log("bind " + bind.var().name() + Context()); }

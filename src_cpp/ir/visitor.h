@@ -85,22 +85,22 @@ class ScopedVisitor {
   void Run(const ObjectRef& func_or_stmt);
 
  protected:
-  virtual void OnAllocation(const AllocationSite& site) {}
+  virtual void OnAllocation(const AllocationSite& /*site*/) {}
   /*! \brief The scope of an allocation ends (innermost first). */
-  virtual void OnAllocationEnd(const AllocationSite& site) {}
-  virtual void OnLoad(const BufferLoad& load) {}
-  virtual void OnStore(const BufferStore& store) {}
+  virtual void OnAllocationEnd(const AllocationSite& /*site*/) {}
+  virtual void OnLoad(const BufferLoad& /*load*/) {}
+  virtual void OnStore(const BufferStore& /*store*/) {}
   /*! \brief An AttrStmt, before its body (its `node` is not visited: it is not an access). */
-  virtual void OnAttr(const AttrStmt& attr) {}
+  virtual void OnAttr(const AttrStmt& /*attr*/) {}
   /*! \brief A `tirx.Bind` (`var = value` for the rest of the sequence), after its value. */
-  virtual void OnBind(const Bind& bind) {}
+  virtual void OnBind(const Bind& /*bind*/) {}
   /*! \brief Any call expression, before its arguments are visited. */
-  virtual void OnCall(const Call& call) {}
+  virtual void OnCall(const Call& /*call*/) {}
   /*! \brief A block's match_buffer, after the block's iter vars are bound. */
-  virtual void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& block) {}
+  virtual void OnMatchBuffer(const MatchBufferRegion& /*match*/, const SBlock& /*block*/) {}
   /*! \brief Entering a block (its iter vars are bound, its predicate is a condition). */
-  virtual void OnBlockEnter(const SBlockRealize& realize) {}
-  virtual void OnBlockExit(const SBlockRealize& realize) {}
+  virtual void OnBlockEnter(const SBlockRealize& /*realize*/) {}
+  virtual void OnBlockExit(const SBlockRealize& /*realize*/) {}
 
   /*! \brief Enclosing loop scopes, outermost first. */
   const std::vector<LoopScope>& loops() const { return loops_; }

@@ -105,7 +105,7 @@ class InplaceAccessCheck : public ScopedVisitor {
   void OnBlockEnter(const SBlockRealize& realize) override {
     blocks_.push_back(BlockScope{next_block_++, realize});
   }
-  void OnBlockExit(const SBlockRealize& realize) override { blocks_.pop_back(); }
+  void OnBlockExit(const SBlockRealize& /*realize*/) override { blocks_.pop_back(); }
 
   void OnStore(const BufferStore& store) override {
     ++order_;
@@ -175,7 +175,7 @@ class InplaceAccessCheck : public ScopedVisitor {
     }
   }
 
-  void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& block) override {
+  void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& /*block*/) override {
     Buffer source = match.source().buffer();
     if (IsInput(source) || source.same_as(output_)) {
       Fail("a block matches a sub-buffer of " + Quoted(source.name()));

@@ -209,7 +209,7 @@ class RegionCollector : public ScopedVisitor {
   void OnLoad(const BufferLoad& load) override { AccessPoint(load.buffer(), load.indices()); }
   void OnStore(const BufferStore& store) override { AccessPoint(store.buffer(), store.indices()); }
 
-  void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& block) override {
+  void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& /*block*/) override {
     BufferRegion source = match.source();
     Tracked* t = Find(source.buffer());
     if (!t) return;
@@ -292,7 +292,7 @@ class RegionCollector : public ScopedVisitor {
     }
   }
 
-  void OnBlockExit(const SBlockRealize& realize) override { blocks_.pop_back(); }
+  void OnBlockExit(const SBlockRealize& /*realize*/) override { blocks_.pop_back(); }
 
   // ---- buffers, views, alignment ----
 
@@ -492,8 +492,8 @@ class RegionCollector : public ScopedVisitor {
     }
     std::vector<DimRange> ranges(items.size());
     std::vector<std::string> unknown(items.size());
-    if (!(ctx.pending.empty() && AffineRanges(t, ctx, items, is_region, &ranges))) {
-      EstimatedRanges(t, ctx, items, is_region, &ranges, &unknown);
+    if (!(ctx.pending.empty() && AffineRanges(ctx, items, is_region, &ranges))) {
+      EstimatedRanges(ctx, items, is_region, &ranges, &unknown);
     }
     if (flat && unknown[0].empty() && !RowsOf(&ranges[0], t->row_size)) {
       unknown[0] = "flat index is not a whole number of rows";
@@ -597,8 +597,8 @@ class RegionCollector : public ScopedVisitor {
    * \brief The fast path: every index affine, every relaxed variable with a constant range.
    * \return false when some index does not qualify.
    */
-  bool AffineRanges(const Tracked* t, const Context& ctx, const Array<ObjectRef>& items,
-                    bool is_region, std::vector<DimRange>* out) {
+  bool AffineRanges(const Context& ctx, const Array<ObjectRef>& items, bool is_region,
+                    std::vector<DimRange>* out) {
     const std::vector<LoopScope>& loops = this->loops();
     AffineParser parser(&subst_);
     for (size_t d = 0; d < items.size(); ++d) {
@@ -647,9 +647,8 @@ class RegionCollector : public ScopedVisitor {
   }
 
   /*! \brief The general path: TVM's region estimate with the pending conditions. */
-  void EstimatedRanges(const Tracked* t, const Context& ctx, const Array<ObjectRef>& items,
-                       bool is_region, std::vector<DimRange>* out,
-                       std::vector<std::string>* unknown) {
+  void EstimatedRanges(const Context& ctx, const Array<ObjectRef>& items, bool is_region,
+                       std::vector<DimRange>* out, std::vector<std::string>* unknown) {
     const std::vector<LoopScope>& loops = this->loops();
     Array<ObjectRef> region;
     std::vector<ObjectRef> region_vars;
@@ -746,8 +745,7 @@ class RegionCollector : public ScopedVisitor {
         continue;
       }
       const Interval& interval = (*box)[d];
-      if (!VisibleAtAllocation(*interval.min, t, ctx) ||
-          !VisibleAtAllocation(*interval.max, t, ctx)) {
+      if (!VisibleAtAllocation(*interval.min, ctx) || !VisibleAtAllocation(*interval.max, ctx)) {
         (*unknown)[d] = "bound uses a variable that is not visible at the allocation";
         continue;
       }
@@ -757,7 +755,7 @@ class RegionCollector : public ScopedVisitor {
   }
 
   /*! \brief Whether every variable of `expr` is visible at the allocation and not relaxed. */
-  bool VisibleAtAllocation(const ObjectRef& expr, const Tracked* t, const Context& ctx) {
+  bool VisibleAtAllocation(const ObjectRef& expr, const Context& ctx) {
     ExprFacts facts = ScanExpr(expr);
     if (facts.reads_memory) return false;
     for (const ObjectRef& v : facts.vars) {
