@@ -106,3 +106,66 @@ int64_t DTypeBytes(DLDataType dtype) {
 
 }  // namespace ir
 }  // namespace tvm_memplan
+
+namespace tvm_memplan {
+namespace ir {
+
+using namespace schema;
+
+std::optional<BinaryExpr> AsBinary(const ObjectRef& expr) {
+  using Kind = BinaryExpr::Kind;
+  struct Entry {
+    const TypeKey* type;
+    const FieldKey* a;
+    const FieldKey* b;
+    Kind kind;
+  };
+  static const Entry kEntries[] = {
+      {&type::Add, &field::Add_a, &field::Add_b, Kind::kAdd},
+      {&type::Sub, &field::Sub_a, &field::Sub_b, Kind::kSub},
+      {&type::Mul, &field::Mul_a, &field::Mul_b, Kind::kMul},
+      {&type::Min, &field::Min_a, &field::Min_b, Kind::kMin},
+      {&type::Max, &field::Max_a, &field::Max_b, Kind::kMax},
+      {&type::And, &field::And_a, &field::And_b, Kind::kAnd},
+      {&type::Or, &field::Or_a, &field::Or_b, Kind::kOr},
+      {&type::LT, &field::LT_a, &field::LT_b, Kind::kLT},
+      {&type::LE, &field::LE_a, &field::LE_b, Kind::kLE},
+      {&type::GT, &field::GT_a, &field::GT_b, Kind::kGT},
+      {&type::GE, &field::GE_a, &field::GE_b, Kind::kGE},
+      {&type::EQ, &field::EQ_a, &field::EQ_b, Kind::kEQ},
+      {&type::NE, &field::NE_a, &field::NE_b, Kind::kNE},
+  };
+  if (!expr.defined()) return std::nullopt;
+  int32_t index = expr->type_index();
+  for (const Entry& e : kEntries) {
+    if (e.type->IsInstance(index)) {
+      return BinaryExpr{e.kind, e.a->Get<ObjectRef>(expr), e.b->Get<ObjectRef>(expr)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ObjectRef> AsNot(const ObjectRef& expr) {
+  if (!type::Not.IsInstance(expr)) return std::nullopt;
+  return field::Not_a.Get<ObjectRef>(expr);
+}
+
+ObjectRef ExprType(const ObjectRef& expr) { return field::Expr_ty.Get<ObjectRef>(expr); }
+
+std::string StringValue(const ObjectRef& expr, const char* context) {
+  if (!type::StringImm.IsInstance(expr)) {
+    TVM_FFI_THROW(ValueError) << context << ": expected a string, got `" << TypeKeyOf(expr) << "`";
+  }
+  return std::string(field::StringImm_value.Get<String>(expr));
+}
+
+bool IsVarNode(const ObjectRef& node) { return type::Var.IsInstance(node); }
+bool IsTypeNode(const ObjectRef& node) { return type::Type.IsInstance(node); }
+bool IsOpNode(const ObjectRef& node) { return type::Op.IsInstance(node); }
+bool IsGlobalVarNode(const ObjectRef& node) { return type::GlobalVar.IsInstance(node); }
+bool IsCallNode(const ObjectRef& node) { return type::Call.IsInstance(node); }
+bool IsIntImmNode(const ObjectRef& node) { return type::IntImm.IsInstance(node); }
+bool IsLoadNode(const ObjectRef& node) { return type::TensorLoad.IsInstance(node); }
+
+}  // namespace ir
+}  // namespace tvm_memplan

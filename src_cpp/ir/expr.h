@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "ir/reflection.h"
+#include "ir/node.h"
 
 namespace tvm_memplan {
 namespace ir {
@@ -65,6 +65,55 @@ ObjectRef CallOp(DLDataType dtype, const char* op_name, const Array<ObjectRef>& 
 
 /*! \brief An ir.Range from `min` and `extent`. */
 ObjectRef MakeRange(const ObjectRef& min, const ObjectRef& extent);
+
+/*! \brief ir.Range: `min` and `extent`. */
+class Range : public NodeView {
+  TVM_MEMPLAN_VIEW(Range, schema::type::Range)
+  ObjectRef min() const { return schema::field::Range_min.Get<ObjectRef>(ref_); }
+  ObjectRef extent() const { return schema::field::Range_extent.Get<ObjectRef>(ref_); }
+};
+
+/*! \brief A binary scalar expression: arithmetic, min/max, logic or comparison. */
+struct BinaryExpr {
+  enum class Kind { kAdd, kSub, kMul, kMin, kMax, kAnd, kOr, kLT, kLE, kGT, kGE, kEQ, kNE };
+  Kind kind;
+  ObjectRef a, b;
+};
+
+/*! \brief `expr` as a binary expression of one of the kinds above, or nullopt. */
+std::optional<BinaryExpr> AsBinary(const ObjectRef& expr);
+/*! \brief The operand of a logical `not`, or nullopt. */
+std::optional<ObjectRef> AsNot(const ObjectRef& expr);
+
+/*! \brief prim.Ramp: `base + stride * i` for `lanes` lanes. */
+class Ramp : public NodeView {
+  TVM_MEMPLAN_VIEW(Ramp, schema::type::Ramp)
+  ObjectRef base() const { return schema::field::Ramp_base.Get<ObjectRef>(ref_); }
+  ObjectRef stride() const { return schema::field::Ramp_stride.Get<ObjectRef>(ref_); }
+  ObjectRef lanes() const { return schema::field::Ramp_lanes.Get<ObjectRef>(ref_); }
+};
+
+/*! \brief prim.Broadcast: `value` in every lane. */
+class Broadcast : public NodeView {
+  TVM_MEMPLAN_VIEW(Broadcast, schema::type::Broadcast)
+  ObjectRef value() const { return schema::field::Broadcast_value.Get<ObjectRef>(ref_); }
+};
+
+/*! \brief The type of any expression (its `ty` field). */
+ObjectRef ExprType(const ObjectRef& expr);
+/*! \brief The value of an ir.StringImm (a ValueError naming `context` for anything else). */
+std::string StringValue(const ObjectRef& expr, const char* context);
+
+/*! \brief What a node is, for walks that only need to tell kinds apart. */
+bool IsVarNode(const ObjectRef& node);
+/*! \brief A type (walks do not enter types: they hold no uses). */
+bool IsTypeNode(const ObjectRef& node);
+bool IsOpNode(const ObjectRef& node);
+bool IsGlobalVarNode(const ObjectRef& node);
+bool IsCallNode(const ObjectRef& node);
+bool IsIntImmNode(const ObjectRef& node);
+/*! \brief A read of memory (ir.TensorLoad: a BufferLoad). */
+bool IsLoadNode(const ObjectRef& node);
 
 /*! \brief TVM's printed form of any value, for messages and debugging. */
 std::string ToString(const AnyView& value);

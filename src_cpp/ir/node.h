@@ -105,6 +105,10 @@ class IRModule : public NodeView {
   }
   /*! \brief A module with the same attributes and these functions. */
   IRModule WithFunctions(const Map<ObjectRef, ObjectRef>& functions) const;
+  /*! \brief `global_infos`: name -> infos (e.g. "vdevice" -> the virtual devices). */
+  Map<String, Array<ObjectRef>> global_infos() const {
+    return schema::field::IRModule_global_infos.Get<Map<String, Array<ObjectRef>>>(ref_);
+  }
 };
 
 /*! \brief The name_hint of a GlobalVar. */

@@ -178,6 +178,11 @@ bool IsGlobalVar(const ObjectRef& expr) { return type::GlobalVar.IsInstance(expr
 
 bool IsExternFunc(const ObjectRef& expr) { return type::ExternFunc.IsInstance(expr); }
 
+std::optional<std::string> ExternFuncSymbol(const ObjectRef& expr) {
+  if (!IsExternFunc(expr)) return std::nullopt;
+  return std::string(field::ExternFunc_global_symbol.Get<String>(expr));
+}
+
 }  // namespace relax
 }  // namespace ir
 }  // namespace tvm_memplan

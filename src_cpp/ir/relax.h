@@ -90,6 +90,17 @@ class TupleGetItem : public NodeView {
   int64_t index() const { return schema::field::TupleGetItem_index.Get<int64_t>(ref_); }
 };
 
+/*! \brief relax.ShapeExpr: `R.shape([values...])`. */
+class ShapeExpr : public NodeView {
+  TVM_MEMPLAN_VIEW(ShapeExpr, schema::type::ShapeExpr)
+  Array<ObjectRef> values() const {
+    return schema::field::ShapeExpr_values.Get<Array<ObjectRef>>(ref_);
+  }
+};
+
+/*! \brief The symbol of a relax.ExternFunc (a packed function called by name), or nullopt. */
+std::optional<std::string> ExternFuncSymbol(const ObjectRef& expr);
+
 /*! \brief relax.TensorType: a tensor's dtype and (possibly unknown) shape. */
 class TensorType : public NodeView {
   TVM_MEMPLAN_VIEW(TensorType, schema::type::TensorType)

@@ -78,8 +78,8 @@ MemoryEffect MemoryEffects::Classify(const Call& call) {
       bool pure = IsPureFunction(callee);
       return Opaque(!pure, std::string(pure ? "the pure" : "the") + " function call " + name);
     }
-    if (IsExternFunc(callee)) {
-      std::string symbol = schema::field::ExternFunc_global_symbol.Get<String>(callee);
+    if (std::optional<std::string> extern_symbol = ir::relax::ExternFuncSymbol(callee)) {
+      const std::string& symbol = *extern_symbol;
       if (symbol == schema::func::VMBuiltinReshape.name())
         return View(0, "the view " + Quoted(symbol));
       return Opaque(policy_.packed_functions_keep_arguments,

@@ -53,7 +53,7 @@ void CollectTirVars(const ObjectRef& node, std::unordered_set<const Object*>* va
       node,
       [&](const ObjectRef& n, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
         if (!n.defined()) return std::nullopt;
-        if (schema::type::Var.IsInstance(n)) {
+        if (IsVarNode(n)) {
           vars->insert(n.get());
           return std::nullopt;
         }
@@ -126,12 +126,12 @@ StockFunctionPlan ReadStockPlan(const Function& func) {
     Array<ObjectRef> args = call->args();
     if (op == schema::op::MemoryAllocStorage) {
       ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
-      Array<ObjectRef> size = schema::field::ShapeExpr_values.Get<Array<ObjectRef>>(args[0]);
+      Array<ObjectRef> size = ir::relax::ShapeExpr(args[0], "alloc_storage size").values();
       int64_t bytes = size.size() == 1 ? AsConstInt(size[0]).value_or(-1) : -1;
       storage->bytes = bytes;
       storage->size = ToString(args[0]);
       storage->device = AsConstInt(args[1]).value_or(0);
-      storage->scope = schema::field::StringImm_value.Get<String>(args[2]);
+      storage->scope = StringValue(args[2], "alloc_storage scope");
       if (bytes >= 0) {
         plan.bytes += bytes;
       } else {
@@ -243,9 +243,7 @@ class PlanAnalysis {
   void NameWriter(const Call& call) {
     std::string name = call.op_name();
     if (name.empty() && IsGlobalVar(call.op())) name = GlobalVarName(call.op());
-    if (name.empty() && IsExternFunc(call.op())) {
-      name = schema::field::ExternFunc_global_symbol.Get<String>(call.op());
-    }
+    if (name.empty()) name = ir::relax::ExternFuncSymbol(call.op()).value_or("");
     for (const Object* var : UsedVars(call.ref())) {
       const Value* value = flow_.Find(var);
       if (value == nullptr) continue;
@@ -280,7 +278,7 @@ class PlanAnalysis {
       model->type = TypeOf(call.ref());
       model->reads.clear();
       model->counts_own_output = false;
-      model->scope = schema::field::StringImm_value.Get<String>(call.args()[3]);
+      model->scope = StringValue(call.args()[3], "alloc_tensor scope");
       return;
     }
     bool stock_view = op == schema::op::Reshape || op == schema::op::MemoryView ||
@@ -327,7 +325,7 @@ class PlanAnalysis {
     std::optional<Array<ObjectRef>> shape = type ? type->shape() : std::nullopt;
     std::optional<DLDataType> dtype = type ? type->dtype() : std::nullopt;
     a->device = AsConstInt(a->call.args()[2]).value_or(0);
-    a->scope = schema::field::StringImm_value.Get<String>(a->call.args()[3]);
+    a->scope = StringValue(a->call.args()[3], "alloc_tensor scope");
     if (!shape || !dtype) {
       a->reason = "its shape or dtype is unknown";
       return;

@@ -130,13 +130,11 @@ std::vector<const Object*> UsedVars(const ObjectRef& expr) {
                        [&](const ObjectRef& node,
                            ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
                          if (!node.defined()) return std::nullopt;
-                         int32_t t = node->type_index();
-                         if (schema::type::Var.IsInstance(t)) {
+                         if (IsVarNode(node)) {
                            if (seen.insert(node.get()).second) vars.push_back(node.get());
                            return std::nullopt;  // a var's type holds no uses
                          }
-                         if (schema::type::Type.IsInstance(t) || schema::type::Op.IsInstance(t) ||
-                             schema::type::GlobalVar.IsInstance(t)) {
+                         if (IsTypeNode(node) || IsOpNode(node) || IsGlobalVarNode(node)) {
                            return std::nullopt;
                          }
                          engine->DefaultVisitExpected(node).value();

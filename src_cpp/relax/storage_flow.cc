@@ -143,7 +143,7 @@ Value StorageFlow::Eval(const ObjectRef& expr, int64_t step, const std::string& 
     Escape(captured, "captured by the closure " + where);
     return Opaque(captured, "the closure " + where, step);
   }
-  if (schema::type::ShapeExpr.IsInstance(expr) || IsGlobalVar(expr) || IsExternFunc(expr)) {
+  if (Is<ir::relax::ShapeExpr>(expr) || IsGlobalVar(expr) || IsExternFunc(expr)) {
     return {};
   }
   // Anything else (not normalized): whatever its variables refer to, or unknown storage.

@@ -6,13 +6,10 @@
 
 #include <dlpack/dlpack.h>
 
-#include "ir/schema.h"
-#include "target/stack_limits.h"
+#include "ir/target.h"
 
 namespace tvm_memplan {
 namespace target {
-
-using namespace ir::schema;
 
 namespace {
 
@@ -41,10 +38,6 @@ std::string DeviceName(int64_t device_type) {
   }
 }
 
-std::string TargetKindName(const ffi::ObjectRef& target) {
-  return field::TargetKind_name.Get<ffi::String>(field::Target_kind.Get<ffi::ObjectRef>(target));
-}
-
 }  // namespace
 
 std::optional<int64_t> PlanningDevices::DeviceType(int64_t index) const {
@@ -67,22 +60,18 @@ std::string PlanningDevices::Describe(int64_t index) const {
 
 PlanningDevices ResolvePlanningDevices(const ffi::ObjectRef& mod) {
   PlanningDevices devices;
-  ffi::Map<ffi::String, ffi::Array<ffi::ObjectRef>> infos =
-      field::IRModule_global_infos.Get<ffi::Map<ffi::String, ffi::Array<ffi::ObjectRef>>>(mod);
-  auto vdevices = infos.find(ffi::String(attr::VDeviceGlobalInfo));
+  ffi::Map<ffi::String, ffi::Array<ffi::ObjectRef>> infos = ir::IRModule(mod).global_infos();
+  auto vdevices = infos.find(ffi::String(ir::schema::attr::VDeviceGlobalInfo));
   if (vdevices != infos.end() && !(*vdevices).second.empty()) {
     devices.source = "from the module's vdevices";
     for (const ffi::ObjectRef& vdevice : (*vdevices).second) {
-      ffi::ObjectRef target = field::VDevice_target.Get<ffi::ObjectRef>(vdevice);
-      devices.device_types.push_back(TargetDeviceType(target));
+      devices.device_types.push_back(ir::VDevice(vdevice).target().device_type());
     }
     return devices;
   }
-  ffi::Any current = func::TargetCurrent(/*allow_none=*/true);
-  if (current != nullptr) {
-    ffi::ObjectRef target = current.cast<ffi::ObjectRef>();
-    devices.source = "from target " + TargetKindName(target);
-    devices.device_types.push_back(TargetDeviceType(target));
+  if (std::optional<ir::Target> target = ir::CurrentTarget()) {
+    devices.source = "from target " + target->kind_name();
+    devices.device_types.push_back(target->device_type());
   } else {
     devices.source = "no target: assumed the VM's default, the CPU";
     devices.device_types.push_back(kDLCPU);

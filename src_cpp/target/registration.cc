@@ -11,7 +11,8 @@
 namespace tvm_memplan {
 namespace target {
 
-using namespace ir::schema;
+namespace func = ir::schema::func;
+namespace symbol = ir::schema::symbol;
 
 namespace {
 

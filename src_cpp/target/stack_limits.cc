@@ -11,12 +11,13 @@
 #include <sstream>
 
 #include "ir/pass.h"
+#include "ir/target.h"
 #include "target/registration.h"
 
 namespace tvm_memplan {
 namespace target {
 
-using namespace ir::schema;
+namespace func = ir::schema::func;
 
 namespace {
 
@@ -53,16 +54,12 @@ std::string PassConfigPlace(const StackOption& option) {
   return std::string("PassContext option ") + option.pass_config;
 }
 
-ffi::ObjectRef KindOf(const ffi::ObjectRef& target) {
-  return field::Target_kind.Get<ffi::ObjectRef>(target);
-}
+ffi::ObjectRef KindOf(const ffi::ObjectRef& target) { return ir::Target(target).kind(); }
 
-std::string KindName(const ffi::ObjectRef& target) {
-  return field::TargetKind_name.Get<ffi::String>(KindOf(target));
-}
+std::string KindName(const ffi::ObjectRef& target) { return ir::Target(target).kind_name(); }
 
 ffi::ObjectRef CheckTarget(const ffi::ObjectRef& target, const char* context) {
-  if (!type::Target.IsInstance(target)) {
+  if (!ir::Is<ir::Target>(target)) {
     TVM_FFI_THROW(TypeError) << context << ": expected a tvm.target.Target, got `"
                              << ir::TypeKeyOf(target) << "`";
   }
@@ -76,7 +73,7 @@ ResolvedLimit Resolve(const StackOption& option, const ffi::ObjectRef& target,
     return {&option, bytes, LimitSource::kPassContext};
   }
   if (!target.defined()) return {&option, option.default_value, LimitSource::kDefault};
-  auto attrs = field::Target_attrs.Get<ffi::Map<ffi::String, ffi::Any>>(target);
+  ffi::Map<ffi::String, ffi::Any> attrs = ir::Target(target).attrs();
   if (auto it = attrs.find(ffi::String(option.target_attr)); it != attrs.end()) {
     int64_t bytes = CheckBytes((*it).second, option, [&]() {
       return "target attribute " + std::string(option.target_attr) + " of " + ir::ToString(target);
@@ -155,15 +152,10 @@ std::string ResolvedLimit::Describe() const {
 }
 
 bool TargetHasKey(const ffi::ObjectRef& target, const char* key) {
-  for (const ffi::String& k : field::Target_keys.Get<ffi::Array<ffi::String>>(target)) {
-    if (k == key) return true;
-  }
-  return false;
+  return ir::Target(target).HasKey(key);
 }
 
-int64_t TargetDeviceType(const ffi::ObjectRef& target) {
-  return field::TargetKind_default_device_type.Get<int64_t>(KindOf(target));
-}
+int64_t TargetDeviceType(const ffi::ObjectRef& target) { return ir::Target(target).device_type(); }
 
 StackLimits ResolveStackLimits(const ffi::ObjectRef& target, const ffi::ObjectRef& pass_context) {
   if (target.defined()) CheckTarget(target, "stack limits");

@@ -18,11 +18,11 @@ namespace tvm_memplan {
 namespace tir {
 
 using namespace ir;
-using namespace ir::schema;
+namespace op = ir::schema::op;
 
 bool SameTerm(const ObjectRef& a, const ObjectRef& b) {
   if (a.same_as(b)) return true;
-  if (type::Var.IsInstance(a) || type::Var.IsInstance(b)) return false;
+  if (IsVarNode(a) || IsVarNode(b)) return false;
   return ffi::StructuralEqual::Equal(a, b);
 }
 
@@ -46,30 +46,29 @@ std::optional<Affine> AffineParser::Parse(const ObjectRef& expr) const {
 bool AffineParser::Accumulate(const ObjectRef& e, int64_t scale, Affine* out, int depth) const {
   constexpr int kMaxDepth = 64;
   if (depth > kMaxDepth || !e.defined()) return false;
-  int32_t t = e->type_index();
-  if (type::IntImm.IsInstance(t)) {
+  if (IsIntImmNode(e)) {
     std::optional<int64_t> value = AsConstInt(e);
     int64_t product;
     return value && !__builtin_mul_overflow(*value, scale, &product) && out->AddConstant(product);
   }
-  if (type::Var.IsInstance(t)) {
+  if (IsVarNode(e)) {
     if (subst_) {
       auto it = subst_->find(e.get());
       if (it != subst_->end()) return Accumulate(it->second, scale, out, depth + 1);
     }
     return IsPrimExpr(e) && out->AddTerm(e, scale);
   }
-  if (type::Add.IsInstance(t)) {
-    return Accumulate(field::Add_a.Get<ObjectRef>(e), scale, out, depth + 1) &&
-           Accumulate(field::Add_b.Get<ObjectRef>(e), scale, out, depth + 1);
+  std::optional<BinaryExpr> binary = AsBinary(e);
+  if (!binary) return false;
+  const ObjectRef &a = binary->a, &b = binary->b;
+  if (binary->kind == BinaryExpr::Kind::kAdd) {
+    return Accumulate(a, scale, out, depth + 1) && Accumulate(b, scale, out, depth + 1);
   }
-  if (type::Sub.IsInstance(t)) {
-    return scale != std::numeric_limits<int64_t>::min() &&
-           Accumulate(field::Sub_a.Get<ObjectRef>(e), scale, out, depth + 1) &&
-           Accumulate(field::Sub_b.Get<ObjectRef>(e), -scale, out, depth + 1);
+  if (binary->kind == BinaryExpr::Kind::kSub) {
+    return scale != std::numeric_limits<int64_t>::min() && Accumulate(a, scale, out, depth + 1) &&
+           Accumulate(b, -scale, out, depth + 1);
   }
-  if (type::Mul.IsInstance(t)) {
-    ObjectRef a = field::Mul_a.Get<ObjectRef>(e), b = field::Mul_b.Get<ObjectRef>(e);
+  if (binary->kind == BinaryExpr::Kind::kMul) {
     std::optional<int64_t> cb = AsConstInt(b), ca = AsConstInt(a);
     int64_t product;
     if (cb && !__builtin_mul_overflow(*cb, scale, &product)) {
@@ -101,14 +100,13 @@ ExprFacts ScanExpr(const ObjectRef& expr) {
       [&facts](const ObjectRef& node,
                ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
         if (!node.defined()) return std::nullopt;
-        int32_t t = node->type_index();
-        if (type::Var.IsInstance(t)) {
+        if (IsVarNode(node)) {
           if (!facts.Uses(node.get())) facts.vars.push_back(node);
           return std::nullopt;
         }
-        if (type::Type.IsInstance(t) || type::Op.IsInstance(t)) return std::nullopt;
-        if (type::TensorLoad.IsInstance(t)) facts.reads_memory = true;
-        if (type::Call.IsInstance(t)) facts.calls = true;
+        if (IsTypeNode(node) || IsOpNode(node)) return std::nullopt;
+        if (IsLoadNode(node)) facts.reads_memory = true;
+        if (IsCallNode(node)) facts.calls = true;
         engine->DefaultVisitExpected(node).value();
         return std::nullopt;
       });
@@ -202,34 +200,36 @@ BoundTerms BoundTermsOf(const ObjectRef& e, int depth) {
     out.lower.push_back(*form);
     return out;
   }
-  auto binary = [&](const FieldKey& fa, const FieldKey& fb) {
-    return std::make_pair(BoundTermsOf(fa.Get<ObjectRef>(e), depth + 1),
-                          BoundTermsOf(fb.Get<ObjectRef>(e), depth + 1));
+  using Kind = BinaryExpr::Kind;
+  std::optional<BinaryExpr> expr = AsBinary(e);
+  Kind kind = expr ? expr->kind : Kind::kNE;  // kNE: not a term of bounds
+  auto operands = [&]() {
+    return std::make_pair(BoundTermsOf(expr->a, depth + 1), BoundTermsOf(expr->b, depth + 1));
   };
-  if (type::Min.IsInstance(e)) {
-    auto [a, b] = binary(field::Min_a, field::Min_b);
+  if (kind == Kind::kMin) {
+    auto [a, b] = operands();
     out.upper = a.upper;
     for (Affine& f : b.upper) {
       if (out.upper.size() < kMaxBoundTerms) out.upper.push_back(std::move(f));
     }
     out.lower = FoldSameTerms(a.lower, b.lower, /*take_min=*/true);
-  } else if (type::Max.IsInstance(e)) {
-    auto [a, b] = binary(field::Max_a, field::Max_b);
+  } else if (kind == Kind::kMax) {
+    auto [a, b] = operands();
     out.lower = a.lower;
     for (Affine& f : b.lower) {
       if (out.lower.size() < kMaxBoundTerms) out.lower.push_back(std::move(f));
     }
     out.upper = FoldSameTerms(a.upper, b.upper, /*take_min=*/false);
-  } else if (type::Add.IsInstance(e)) {
-    auto [a, b] = binary(field::Add_a, field::Add_b);
+  } else if (kind == Kind::kAdd) {
+    auto [a, b] = operands();
     out.upper = CombineTerms(a.upper, b.upper, /*subtract=*/false);
     out.lower = CombineTerms(a.lower, b.lower, /*subtract=*/false);
-  } else if (type::Sub.IsInstance(e)) {
-    auto [a, b] = binary(field::Sub_a, field::Sub_b);
+  } else if (kind == Kind::kSub) {
+    auto [a, b] = operands();
     out.upper = CombineTerms(a.upper, b.lower, /*subtract=*/true);
     out.lower = CombineTerms(a.lower, b.upper, /*subtract=*/true);
-  } else if (type::Mul.IsInstance(e)) {
-    ObjectRef a = field::Mul_a.Get<ObjectRef>(e), b = field::Mul_b.Get<ObjectRef>(e);
+  } else if (kind == Kind::kMul) {
+    const ObjectRef &a = expr->a, &b = expr->b;
     std::optional<int64_t> c = AsConstInt(b);
     ObjectRef operand = a;
     if (!c) {
@@ -285,18 +285,15 @@ namespace {
 /*! \brief The conjuncts of `cond` (negated when `negated`): a && b, !(a || b), likely(a). */
 void SplitConjuncts(const ObjectRef& cond, bool negated,
                     std::vector<std::pair<ObjectRef, bool>>* out) {
-  if (!negated && type::And.IsInstance(cond)) {
-    SplitConjuncts(field::And_a.Get<ObjectRef>(cond), false, out);
-    SplitConjuncts(field::And_b.Get<ObjectRef>(cond), false, out);
+  std::optional<BinaryExpr> logic = AsBinary(cond);
+  if (logic && ((!negated && logic->kind == BinaryExpr::Kind::kAnd) ||
+                (negated && logic->kind == BinaryExpr::Kind::kOr))) {
+    SplitConjuncts(logic->a, negated, out);
+    SplitConjuncts(logic->b, negated, out);
     return;
   }
-  if (negated && type::Or.IsInstance(cond)) {
-    SplitConjuncts(field::Or_a.Get<ObjectRef>(cond), true, out);
-    SplitConjuncts(field::Or_b.Get<ObjectRef>(cond), true, out);
-    return;
-  }
-  if (type::Not.IsInstance(cond)) {
-    SplitConjuncts(field::Not_a.Get<ObjectRef>(cond), !negated, out);
+  if (std::optional<ObjectRef> operand = AsNot(cond)) {
+    SplitConjuncts(*operand, !negated, out);
     return;
   }
   if (std::optional<Call> call = As<Call>(cond); call && call->IsOp(op::Likely)) {
@@ -316,24 +313,32 @@ void SplitConjuncts(const ObjectRef& cond, bool negated,
 void ParseComparison(const AffineParser& parser, bool negated, Atom* atom) {
   ObjectRef e = atom->expr;
   enum Cmp { kLT, kLE, kGT, kGE, kEQ, kNE } cmp;
-  const FieldKey *fa, *fb;
-  if (type::LT.IsInstance(e)) {
-    cmp = kLT, fa = &field::LT_a, fb = &field::LT_b;
-  } else if (type::LE.IsInstance(e)) {
-    cmp = kLE, fa = &field::LE_a, fb = &field::LE_b;
-  } else if (type::GT.IsInstance(e)) {
-    cmp = kGT, fa = &field::GT_a, fb = &field::GT_b;
-  } else if (type::GE.IsInstance(e)) {
-    cmp = kGE, fa = &field::GE_a, fb = &field::GE_b;
-  } else if (type::EQ.IsInstance(e)) {
-    cmp = kEQ, fa = &field::EQ_a, fb = &field::EQ_b;
-  } else if (type::NE.IsInstance(e)) {
-    cmp = kNE, fa = &field::NE_a, fb = &field::NE_b;
-  } else {
-    if (negated) atom->expr = Not(e);
-    return;
+  std::optional<BinaryExpr> comparison = AsBinary(e);
+  using Kind = BinaryExpr::Kind;
+  switch (comparison ? comparison->kind : Kind::kAdd) {
+    case Kind::kLT:
+      cmp = kLT;
+      break;
+    case Kind::kLE:
+      cmp = kLE;
+      break;
+    case Kind::kGT:
+      cmp = kGT;
+      break;
+    case Kind::kGE:
+      cmp = kGE;
+      break;
+    case Kind::kEQ:
+      cmp = kEQ;
+      break;
+    case Kind::kNE:
+      cmp = kNE;
+      break;
+    default:
+      if (negated) atom->expr = Not(e);
+      return;
   }
-  ObjectRef lhs = fa->Get<ObjectRef>(e), rhs = fb->Get<ObjectRef>(e);
+  ObjectRef lhs = comparison->a, rhs = comparison->b;
   if (negated) {
     static constexpr Cmp kOpposite[] = {kGE, kGT, kLE, kLT, kNE, kEQ};
     cmp = kOpposite[cmp];

@@ -39,9 +39,8 @@ Array<ObjectRef> ShiftRegion(const Array<ObjectRef>& region, const Replacement& 
   Array<ObjectRef> out;
   for (size_t d = 0; d < region.size(); ++d) {
     if (d < r.offset.size() && r.offset[d].defined()) {
-      ObjectRef min = schema::field::Range_min.Get<ObjectRef>(region[d]);
-      ObjectRef extent = schema::field::Range_extent.Get<ObjectRef>(region[d]);
-      out.push_back(MakeRange(Sub(min, r.offset[d]), extent));
+      Range range(region[d], "BufferRegion.region");
+      out.push_back(MakeRange(Sub(range.min(), r.offset[d]), range.extent()));
     } else {
       out.push_back(region[d]);
     }

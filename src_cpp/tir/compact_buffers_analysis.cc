@@ -28,7 +28,9 @@ namespace tvm_memplan {
 namespace tir {
 
 using namespace ir;
-using namespace ir::schema;
+namespace attr = ir::schema::attr;
+namespace func = ir::schema::func;
+namespace op = ir::schema::op;
 
 namespace {
 
@@ -508,7 +510,7 @@ class RegionCollector : public ScopedVisitor {
     for (size_t d = 0; d < items.size(); ++d) {
       DimState& dim = t->dims[d];
       if (!dim.has_dtype) {
-        ObjectRef index = is_region ? field::Range_min.Get<ObjectRef>(items[d]) : items[d];
+        ObjectRef index = is_region ? Range(items[d]).min() : items[d];
         if (IsPrimExpr(index)) {
           DLDataType dtype = DTypeOf(index);
           dtype.lanes = 1;
@@ -581,15 +583,13 @@ class RegionCollector : public ScopedVisitor {
 
   /*! \brief (min, max) of one index as expressions: ramps cover all their lanes. */
   static std::pair<ObjectRef, std::optional<int64_t>> IndexBase(const ObjectRef& index) {
-    if (type::Ramp.IsInstance(index)) {
-      std::optional<int64_t> stride = AsConstInt(field::Ramp_stride.Get<ObjectRef>(index));
-      std::optional<int64_t> lanes = AsConstInt(field::Ramp_lanes.Get<ObjectRef>(index));
-      if (stride && lanes && *lanes > 0) {
-        return {field::Ramp_base.Get<ObjectRef>(index), *stride * (*lanes - 1)};
-      }
+    if (std::optional<Ramp> ramp = As<Ramp>(index)) {
+      std::optional<int64_t> stride = AsConstInt(ramp->stride());
+      std::optional<int64_t> lanes = AsConstInt(ramp->lanes());
+      if (stride && lanes && *lanes > 0) return {ramp->base(), *stride * (*lanes - 1)};
       return {index, std::nullopt};
     }
-    if (type::Broadcast.IsInstance(index)) return {field::Broadcast_value.Get<ObjectRef>(index), 0};
+    if (std::optional<Broadcast> broadcast = As<Broadcast>(index)) return {broadcast->value(), 0};
     return {index, 0};
   }
 
@@ -605,9 +605,10 @@ class RegionCollector : public ScopedVisitor {
       ObjectRef base;
       int64_t span = 0;
       if (is_region) {
-        std::optional<int64_t> extent = AsConstInt(field::Range_extent.Get<ObjectRef>(items[d]));
+        Range range(items[d]);
+        std::optional<int64_t> extent = AsConstInt(range.extent());
         if (!extent || *extent < 1) return false;
-        base = field::Range_min.Get<ObjectRef>(items[d]);
+        base = range.min();
         span = *extent - 1;
       } else {
         auto [b, s] = IndexBase(items[d]);
@@ -655,8 +656,9 @@ class RegionCollector : public ScopedVisitor {
     for (size_t d = 0; d < items.size(); ++d) {
       ObjectRef min, extent;
       if (is_region) {
-        min = Resolve(field::Range_min.Get<ObjectRef>(items[d]), subst_);
-        extent = Resolve(field::Range_extent.Get<ObjectRef>(items[d]), subst_);
+        Range range(items[d]);
+        min = Resolve(range.min(), subst_);
+        extent = Resolve(range.extent(), subst_);
       } else {
         auto [base, span] = IndexBase(items[d]);
         min = Resolve(base, subst_);

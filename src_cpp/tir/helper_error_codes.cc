@@ -23,7 +23,7 @@ constexpr DLDataType kInt32{kDLInt, 32, 1};
 /*! \brief The GlobalVar a call calls, or nullptr. */
 const Object* Callee(const Call& call) {
   ObjectRef op = call.op();
-  return schema::type::GlobalVar.IsInstance(op) ? op.get() : nullptr;
+  return IsGlobalVarNode(op) ? op.get() : nullptr;
 }
 
 /*! \brief Whether `body` throws, or calls one of `failing`. */
@@ -32,8 +32,7 @@ bool CanFail(const ObjectRef& body, const std::unordered_set<const Object*>& fai
       body,
       [&](const ObjectRef& node,
           ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-        if (!node.defined() || schema::type::Var.IsInstance(node) ||
-            schema::type::Type.IsInstance(node)) {
+        if (!node.defined() || IsVarNode(node) || IsTypeNode(node)) {
           return std::nullopt;
         }
         if (std::optional<Call> call = As<Call>(node)) {

@@ -205,7 +205,7 @@ PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
       if (allocation && original != originals.end()) {
         // The allocation returns a pointer in the buffer's scope.
         const Buffer& buffer = original->second;
-        ObjectRef pointer = schema::field::Expr_ty.Get<ObjectRef>(BufferDataPointer(buffer));
+        ObjectRef pointer = ExprType(BufferDataPointer(buffer));
         decl = decl.WithBufferAndData(buffer, allocation->WithType(pointer));
       }
       placed.Record(decl);

@@ -47,14 +47,13 @@ class AllocationCollector {
 
  private:
   void Visit(const ObjectRef& stmt) {
-    int32_t t = stmt->type_index();
-    if (schema::type::AllocBuffer.IsInstance(t)) {
+    if (Is<AllocBuffer>(stmt)) {
       AllocBuffer alloc(stmt);
       Record(alloc.buffer(), stmt, alloc.annotations());
       return;
     }
-    if (schema::type::AttrStmt.IsInstance(t)) return VisitAttr(AttrStmt(stmt));
-    if (schema::type::SBlock.IsInstance(t)) {
+    if (Is<AttrStmt>(stmt)) return VisitAttr(AttrStmt(stmt));
+    if (Is<SBlock>(stmt)) {
       for (const ObjectRef& buffer : SBlock(stmt).alloc_buffers()) {
         Record(Buffer(buffer, "SBlock.alloc_buffers"), stmt, {});
       }

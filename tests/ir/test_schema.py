@@ -118,6 +118,25 @@ def test_core_uses_tvm_names_only_through_the_schema():
     assert offenders == []
 
 
+_REFLECTION = re.compile(
+    r"\bschema::(field|type)::|using\s+namespace\s+(ir::)?schema\b|namespace\s+\w+\s*=\s*"
+    r"(ir::)?schema::(field|type)\b"
+)
+
+
+def test_only_the_ir_layer_reads_fields_and_types():
+    """Reflected fields and type keys are the IR layer's business: passes and target facts use
+    its views (schema::op, attr, func, config and symbol names stay usable everywhere)."""
+    offenders = []
+    for path in sorted(SRC.rglob("*")):
+        if path.suffix not in {".h", ".cc"} or path.parent.name == "ir":
+            continue
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if _REFLECTION.search(line):
+                offenders.append(f"{path.relative_to(SRC)}:{lineno}: {line.strip()}")
+    assert offenders == []
+
+
 def test_every_global_with_a_registered_signature_has_it_recorded():
     """An entry recorded with "" escapes the signature check; the tool says which."""
     tool = Path(__file__).resolve().parents[2] / "tools" / "fill_schema_signatures.py"
