@@ -152,6 +152,15 @@ std::optional<ObjectRef> AsNot(const ObjectRef& expr) {
 
 ObjectRef ExprType(const ObjectRef& expr) { return field::Expr_ty.Get<ObjectRef>(expr); }
 
+Array<Any> IntsWhereConstant(const Array<ObjectRef>& exprs) {
+  Array<Any> out;
+  for (const ObjectRef& e : exprs) {
+    std::optional<int64_t> value = AsConstInt(e);
+    out.push_back(value ? Any(*value) : Any(e));
+  }
+  return out;
+}
+
 std::string StringValue(const ObjectRef& expr, const char* context) {
   if (!type::StringImm.IsInstance(expr)) {
     TVM_FFI_THROW(ValueError) << context << ": expected a string, got `" << TypeKeyOf(expr) << "`";

@@ -99,6 +99,9 @@ class Broadcast : public NodeView {
   ObjectRef value() const { return schema::field::Broadcast_value.Get<ObjectRef>(ref_); }
 };
 
+/*! \brief Extents as plain integers where constant, expressions where symbolic (for records). */
+Array<Any> IntsWhereConstant(const Array<ObjectRef>& exprs);
+
 /*! \brief The type of any expression (its `ty` field). */
 ObjectRef ExprType(const ObjectRef& expr);
 /*! \brief The value of an ir.StringImm (a ValueError naming `context` for anything else). */

@@ -153,13 +153,32 @@ std::optional<int64_t> Buffer::ConstNumElements() const {
   return count;
 }
 
+std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape, const Array<ObjectRef>& strides,
+                                      DLDataType dtype) {
+  int64_t elements = 1;
+  if (strides.empty()) {
+    for (const ObjectRef& extent : shape) {
+      std::optional<int64_t> value = AsConstInt(extent);
+      if (!value) return std::nullopt;
+      elements *= *value;
+    }
+  } else {
+    // The last element's offset, plus one: 1 + sum((extent - 1) * stride).
+    bool empty = false;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      std::optional<int64_t> extent = AsConstInt(shape[d]);
+      std::optional<int64_t> stride = d < strides.size() ? AsConstInt(strides[d]) : std::nullopt;
+      if (!extent || !stride) return std::nullopt;
+      if (*extent == 0) empty = true;
+      elements += (*extent - 1) * *stride;
+    }
+    if (empty) elements = 0;
+  }
+  return elements * DTypeBytes(dtype);
+}
+
 std::optional<int64_t> Buffer::ConstSizeBytes() const {
-  std::optional<int64_t> count = ConstNumElements();
-  if (!count) return std::nullopt;
-  DLDataType t = dtype();
-  int64_t bits_per_element =
-      t.code == kDLBool ? 8 * t.lanes : static_cast<int64_t>(t.bits) * t.lanes;
-  return (*count * bits_per_element + 7) / 8;
+  return AllocatedBytes(shape(), strides(), dtype());
 }
 
 namespace {

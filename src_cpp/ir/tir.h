@@ -46,7 +46,8 @@ class Buffer : public NodeView {
 
   /*! \brief Product of the shape when every extent is a constant. */
   std::optional<int64_t> ConstNumElements() const;
-  /*! \brief Bytes the buffer occupies when its shape is constant (sub-byte types round up). */
+  /*! \brief Bytes the buffer's allocation takes when its shape and strides are constant
+   *         (AllocatedBytes). */
   std::optional<int64_t> ConstSizeBytes() const;
 
   /*!
@@ -68,6 +69,16 @@ class Buffer : public NodeView {
 };
 
 /*! \brief tirx.PrimFunc. Params are ir.Vars; buffer params are Buffers. */
+/*!
+ * \brief The bytes an allocation of `shape` elements of `dtype` takes, with `strides` (empty:
+ *        row-major) counting the elements up to the last one; nullopt when an extent or stride
+ *        is symbolic. Every element takes whole bytes, as TVM allocates them (a bool or an int4
+ *        takes one byte: DTypeBytes). The one count of buffer bytes: placement, compaction
+ *        records, summaries and the report all use it.
+ */
+std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape, const Array<ObjectRef>& strides,
+                                      DLDataType dtype);
+
 class PrimFunc : public NodeView {
   TVM_MEMPLAN_VIEW(PrimFunc, schema::type::PrimFunc)
   Array<ObjectRef> params() const {

@@ -530,33 +530,47 @@ void CheckInplaceOptions(const InplaceOptionsObj& options) {
   }
 }
 
-namespace {
-
-Map<String, Any> DecisionToFFI(const InplaceDecision& d) {
-  Map<String, Any> out;
-  out.Set("binding", String(d.var));
-  out.Set("op", String(d.op));
-  out.Set("dataflow", d.dataflow);
-  out.Set("inplace", d.inplace);
-  out.Set("arg_index", d.inplace ? Any(d.arg_index) : Any());
-  out.Set("arg", d.inplace ? Any(String(d.arg)) : Any());
-  out.Set("reason", String(d.reason));
-  return out;
+ObjectRef ToRecord(const InplaceDecision& d) {
+  ffi::ObjectPtr<InplaceCandidateObj> out = ffi::make_object<InplaceCandidateObj>();
+  out->binding = d.var;
+  if (!d.op.empty()) out->op = String(d.op);
+  out->dataflow = d.dataflow;
+  out->inplace = d.inplace;
+  if (d.inplace) {
+    out->arg_index = d.arg_index;
+    out->arg = String(d.arg);
+  }
+  out->reason = d.reason;
+  return ObjectRef(out);
 }
 
-}  // namespace
+void InplaceCandidateObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  using R = InplaceCandidateObj;
+  refl::ObjectDef<R>()
+      .def_ro("binding", &R::binding, "The variable the call binds.")
+      .def_ro("op", &R::op, "The operator; None when the callee is not an operator.")
+      .def_ro("dataflow", &R::dataflow, "Whether the binding is in a dataflow block.")
+      .def_ro("inplace", &R::inplace, "Whether DataflowUseInplaceCalls rewrites it.")
+      .def_ro("arg_index", &R::arg_index,
+              "In place: the position of the argument that receives the result.")
+      .def_ro("arg", &R::arg, "In place: that argument.")
+      .def_ro("reason", &R::reason,
+              "Why, or why not (the first refusal of each candidate argument).");
+}
 
 TVM_FFI_STATIC_INIT_BLOCK() {
   InplaceOptionsObj::RegisterReflection();
+  InplaceCandidateObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.analysis.inplace_candidates",
       [](ObjectRef func, Optional<ObjectRef> mod, InplaceOptions options) {
         InplaceContext context;
-        Array<Map<String, Any>> out;
+        Array<ObjectRef> out;
         for (const InplaceDecision& d :
              AnalyzeInplace(Function(func, "inplace_candidates"), mod.value_or(ObjectRef()),
                             *options.get(), &context)) {
-          out.push_back(DecisionToFFI(d));
+          out.push_back(ToRecord(d));
         }
         return out;
       });

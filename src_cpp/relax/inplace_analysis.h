@@ -111,6 +111,27 @@ struct InplaceDecision {
   std::vector<int64_t> tuple_indices;
 };
 
+/*! \brief What Python and the report read of an InplaceDecision, reflected as
+ *         `tvm_memplan.relax.InplaceCandidate`. */
+class InplaceCandidateObj : public ffi::Object {
+ public:
+  String binding;
+  /*! \brief The operator, or None when the callee is not an operator. */
+  Optional<String> op;
+  bool dataflow = false;
+  bool inplace = false;
+  Optional<int64_t> arg_index;
+  Optional<String> arg;
+  String reason;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceCandidate", InplaceCandidateObj,
+                                    ffi::Object);
+};
+
+/*! \brief The record of `decision`. */
+ObjectRef ToRecord(const InplaceDecision& decision);
+
 /*! \brief Memoized facts shared by the analyses of one module's functions. */
 class InplaceContext {
  public:

@@ -122,11 +122,11 @@ class Rewrite {
     Map<ObjectRef, ObjectRef> rewritten;
     for (const auto& [name, gv] : functions) {
       Function func(mod_.functions().at(gv));
-      ++stats_.functions;
+      ++stats_->functions;
       if (std::optional<Function> updated = RewriteFunction(func))
         rewritten.Set(gv, updated->ref());
     }
-    stats_.signatures_legalized = static_cast<int64_t>(context_.legalizer().num_legalized());
+    stats_->signatures_legalized = static_cast<int64_t>(context_.legalizer().num_legalized());
     if (rewritten.empty()) return {mod_, stats_};
     Map<ObjectRef, ObjectRef> result = builder_.ContextModule().functions();
     for (const auto& [gv, func] : rewritten) result.Set(gv, func);
@@ -137,7 +137,7 @@ class Rewrite {
   std::optional<Function> RewriteFunction(const Function& func) {
     std::unordered_map<const Object*, ObjectRef> values;
     for (const InplaceDecision& decision : AnalyzeInplace(func, mod_.ref(), options_, &context_)) {
-      ++stats_.call_bindings;
+      ++stats_->call_bindings;
       if (!decision.inplace) continue;
       Call call_tir(decision.call_tir);
       const std::vector<int64_t>& inputs = decision.tuple_indices;
@@ -146,7 +146,7 @@ class Rewrite {
       ObjectRef call = ir::relax::MakeCallTIRInplace(InplacePrimFunc(decision), args, {inputs[0]},
                                                      call_tir.ty_args());
       values[decision.binding.get()] = builder_.Normalize(call);
-      ++stats_.rewritten;
+      ++stats_->rewritten;
     }
     if (values.empty()) return std::nullopt;
     return BindingValueReplacer(values)(func);
@@ -161,7 +161,7 @@ class Rewrite {
     ObjectRef gv =
         builder_.AddFunction(MakeInplacePrimFunc(*decision.prim_func, decision.tuple_indices).ref(),
                              decision.prim_func_name + "_inplace");
-    if (builder_.ContextModule().functions().size() > before) ++stats_.prim_funcs_added;
+    if (builder_.ContextModule().functions().size() > before) ++stats_->prim_funcs_added;
     keep_alive_.push_back(decision.prim_func->ref());
     return prim_funcs_.emplace(key, gv).first->second;
   }
@@ -170,20 +170,10 @@ class Rewrite {
   const InplaceOptionsObj& options_;
   BlockBuilder builder_;
   InplaceContext context_;
-  InplaceStats stats_;
+  ffi::ObjectPtr<InplaceStatsObj> stats_ = ffi::make_object<InplaceStatsObj>();
   std::map<std::pair<const Object*, std::vector<int64_t>>, ObjectRef> prim_funcs_;
   std::vector<ObjectRef> keep_alive_;  // PrimFuncs keyed by address in prim_funcs_
 };
-
-Map<String, Any> StatsToFFI(const InplaceStats& stats) {
-  Map<String, Any> out;
-  out.Set("functions", stats.functions);
-  out.Set("call_bindings", stats.call_bindings);
-  out.Set("rewritten", stats.rewritten);
-  out.Set("prim_funcs_added", stats.prim_funcs_added);
-  out.Set("signatures_legalized", stats.signatures_legalized);
-  return out;
-}
 
 }  // namespace
 
@@ -191,7 +181,20 @@ InplaceRewriteResult UseInplaceCalls(const IRModule& mod, const InplaceOptionsOb
   return Rewrite(mod, options).Run();
 }
 
+void InplaceStatsObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  using R = InplaceStatsObj;
+  refl::ObjectDef<R>()
+      .def_ro("functions", &R::functions, "Relax functions analysed.")
+      .def_ro("call_bindings", &R::call_bindings, "Bindings whose value is a call.")
+      .def_ro("rewritten", &R::rewritten, "Bindings rewritten to R.call_tir_inplace.")
+      .def_ro("prim_funcs_added", &R::prim_funcs_added, "In-place PrimFuncs added to the module.")
+      .def_ro("signatures_legalized", &R::signatures_legalized,
+              "Distinct call signatures legalized to decide.");
+}
+
 TVM_FFI_STATIC_INIT_BLOCK() {
+  InplaceStatsObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef()
       .def("tvm_memplan.transform.DataflowUseInplaceCalls",
            [](InplaceOptions options) {
@@ -204,7 +207,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       .def("tvm_memplan.transform.use_inplace_calls", [](ObjectRef mod, InplaceOptions options) {
         InplaceRewriteResult result =
             UseInplaceCalls(IRModule(mod, "use_inplace_calls"), *options.get());
-        return Array<Any>{result.mod.ref(), StatsToFFI(result.stats)};
+        return Array<Any>{result.mod.ref(), ObjectRef(result.stats)};
       });
 }
 

@@ -26,8 +26,9 @@
 namespace tvm_memplan {
 namespace relax {
 
-/*! \brief What one run of the rewrite did. */
-struct InplaceStats {
+/*! \brief What one run of the rewrite did, reflected as `tvm_memplan.relax.InplaceStats`. */
+class InplaceStatsObj : public ffi::Object {
+ public:
   /*! \brief Relax functions analysed (functions for external codegen or fused kernels are not). */
   int64_t functions = 0;
   /*! \brief Bindings whose value is a call. */
@@ -38,11 +39,15 @@ struct InplaceStats {
   int64_t prim_funcs_added = 0;
   /*! \brief Distinct call signatures legalized. */
   int64_t signatures_legalized = 0;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceStats", InplaceStatsObj,
+                                    ffi::Object);
 };
 
 struct InplaceRewriteResult {
   ir::IRModule mod;
-  InplaceStats stats;
+  ffi::ObjectPtr<InplaceStatsObj> stats;
 };
 
 /*! \brief Rewrite every Relax function of `mod`; `mod` itself is not modified. */

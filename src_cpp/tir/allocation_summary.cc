@@ -28,27 +28,25 @@ class AllocationCollector : public ScopedVisitor {
  private:
   void OnAllocation(const AllocationSite& site) override {
     const Buffer& buffer = site.buffer;
-    AllocationRecord record;
-    record.function = function_;
-    record.name = buffer.name();
-    record.shape = buffer.shape();
-    record.dtype = buffer.dtype();
-    record.scope = buffer.scope().empty() ? "global" : buffer.scope();
+    AllocationRecord record = ffi::make_object<AllocationObj>();
+    if (!function_.empty()) record->function = ffi::String(function_);
+    record->name = buffer.name();
+    record->shape = IntsWhereConstant(buffer.shape());
+    record->dtype = DTypeToString(buffer.dtype());
+    record->scope = buffer.scope().empty() ? "global" : buffer.scope();
+    if (std::optional<int64_t> bytes = buffer.ConstSizeBytes()) record->size_bytes = *bytes;
     switch (site.kind) {
       case AllocationSite::Kind::kAllocBuffer:
-        record.kind = "alloc_buffer";
-        record.size_bytes = buffer.ConstSizeBytes();
+        record->kind = "alloc_buffer";
         break;
       case AllocationSite::Kind::kBlockAllocBuffer:
-        record.kind = "block_alloc_buffer";
-        record.size_bytes = buffer.ConstSizeBytes();
-        record.block = SBlock(site.node).name_hint();
+        record->kind = "block_alloc_buffer";
+        record->block = ffi::String(SBlock(site.node).name_hint());
         break;
       case AllocationSite::Kind::kDeclBuffer: {
-        record.kind = "decl_buffer";
-        record.size_bytes = buffer.ConstSizeBytes();
+        record->kind = "decl_buffer";
         if (std::optional<Buffer> base = DeclBuffer(site.node).viewed_buffer()) {
-          record.view_of = base->name();
+          record->view_of = ffi::String(base->name());
         }
         break;
       }
@@ -59,21 +57,7 @@ class AllocationCollector : public ScopedVisitor {
   std::string function_;
 };
 
-ffi::Map<ffi::String, ffi::Any> ToFFI(const AllocationRecord& r) {
-  ffi::Map<ffi::String, ffi::Any> out;
-  out.Set("function", ffi::String(r.function));
-  out.Set("name", ffi::String(r.name));
-  out.Set("kind", ffi::String(r.kind));
-  out.Set("shape", r.shape);
-  out.Set("dtype", ffi::String(DTypeToString(r.dtype)));
-  out.Set("scope", ffi::String(r.scope));
-  out.Set("size_bytes", r.size_bytes ? ffi::Any(*r.size_bytes) : ffi::Any(nullptr));
-  out.Set("view_of", r.view_of ? ffi::Any(ffi::String(*r.view_of)) : ffi::Any(nullptr));
-  out.Set("block", r.block ? ffi::Any(ffi::String(*r.block)) : ffi::Any(nullptr));
-  return out;
-}
-
-ffi::Array<ffi::Map<ffi::String, ffi::Any>> AllocationSummaryFFI(ffi::Any func_or_mod) {
+ffi::Array<ffi::ObjectRef> AllocationSummaryFFI(ffi::Any func_or_mod) {
   std::vector<AllocationRecord> records;
   auto obj = func_or_mod.try_cast<ffi::ObjectRef>();
   if (obj && Is<PrimFunc>(*obj)) {
@@ -85,8 +69,8 @@ ffi::Array<ffi::Map<ffi::String, ffi::Any>> AllocationSummaryFFI(ffi::Any func_o
     TVM_FFI_THROW(TypeError) << "allocation_summary expects a tvm.tirx.PrimFunc or a tvm.IRModule, "
                              << "got `" << func_or_mod.GetTypeKey() << "`";
   }
-  ffi::Array<ffi::Map<ffi::String, ffi::Any>> out;
-  for (const AllocationRecord& r : records) out.push_back(ToFFI(r));
+  ffi::Array<ffi::ObjectRef> out;
+  for (const AllocationRecord& r : records) out.push_back(ffi::ObjectRef(r));
   return out;
 }
 
@@ -115,7 +99,27 @@ std::vector<AllocationRecord> SummarizeAllocations(const IRModule& mod) {
   return records;
 }
 
+void AllocationObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<AllocationObj>()
+      .def_ro("function", &AllocationObj::function,
+              "The function's name in its module (or its global_symbol); None without one.")
+      .def_ro("name", &AllocationObj::name, "The buffer.")
+      .def_ro("kind", &AllocationObj::kind,
+              "\"alloc_buffer\" (flat), \"block_alloc_buffer\" (an SBlock's) or \"decl_buffer\" "
+              "(a declaration, maybe a view).")
+      .def_ro("shape", &AllocationObj::shape, "Extents: ints, or expressions where symbolic.")
+      .def_ro("dtype", &AllocationObj::dtype, "The element type.")
+      .def_ro("scope", &AllocationObj::scope, "The storage scope (\"global\" for TVM's \"\").")
+      .def_ro("size_bytes", &AllocationObj::size_bytes,
+              "Bytes the allocation takes (strides counted); None when symbolic.")
+      .def_ro("view_of", &AllocationObj::view_of,
+              "For a declaration over another buffer's data: that buffer.")
+      .def_ro("block", &AllocationObj::block, "For a block allocation: the block.");
+}
+
 TVM_FFI_STATIC_INIT_BLOCK() {
+  AllocationObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def("tvm_memplan.analysis.allocation_summary",
                                         AllocationSummaryFFI);
 }

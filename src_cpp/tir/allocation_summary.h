@@ -24,22 +24,31 @@
 namespace tvm_memplan {
 namespace tir {
 
-struct AllocationRecord {
-  /*! \brief The function's name in its module (or its global_symbol); "" when it has none. */
-  std::string function;
-  std::string name;
+/*! \brief One buffer definition, reflected as `tvm_memplan.tir.Allocation`. */
+class AllocationObj : public ffi::Object {
+ public:
+  /*! \brief The function's name in its module (or its global_symbol); None when it has none. */
+  ffi::Optional<ffi::String> function;
+  ffi::String name;
   /*! \brief "alloc_buffer" (flat), "block_alloc_buffer" (SBlock) or "decl_buffer" (view). */
-  std::string kind;
-  ffi::Array<ffi::ObjectRef> shape;
-  DLDataType dtype;
+  ffi::String kind;
+  /*! \brief Extents: integers where constant, expressions where symbolic. */
+  ffi::Array<ffi::Any> shape;
+  ffi::String dtype;
   /*! \brief Storage scope, with TVM's "" spelled "global". */
-  std::string scope;
-  std::optional<int64_t> size_bytes;
+  ffi::String scope;
+  /*! \brief ir::AllocatedBytes; None when symbolic. */
+  ffi::Optional<int64_t> size_bytes;
   /*! \brief For a DeclBuffer over `B.data`: B's name. */
-  std::optional<std::string> view_of;
+  ffi::Optional<ffi::String> view_of;
   /*! \brief For a block allocation: the block's name. */
-  std::optional<std::string> block;
+  ffi::Optional<ffi::String> block;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.Allocation", AllocationObj, ffi::Object);
 };
+
+using AllocationRecord = ffi::ObjectPtr<AllocationObj>;
 
 /*! \brief The buffers defined by a PrimFunc, in definition order. */
 std::vector<AllocationRecord> SummarizeAllocations(const ir::PrimFunc& func,

@@ -1102,28 +1102,49 @@ class RegionCollector : public ScopedVisitor {
 
 // ---- FFI ---------------------------------------------------------------------------------------
 
-Map<String, Any> ToFFI(const CompactedRegion& r) {
-  Map<String, Any> out;
-  out.Set("buffer", r.buffer.ref());
-  out.Set("name", String(r.buffer.name()));
-  out.Set("kind", String(r.kind));
-  out.Set("dtype", String(DTypeToString(r.buffer.dtype())));
-  out.Set("original_shape", r.buffer.shape());
-  out.Set("original_strides", r.buffer.strides());
-  out.Set("shape", r.shape);
-  out.Set("offset", r.offset);
-  out.Set("strides", r.strides);
-  Array<String> views;
-  for (const Buffer& v : r.views) views.push_back(String(v.name()));
-  out.Set("views", views);
-  out.Set("reason", r.reason.empty() ? Any(nullptr) : Any(String(r.reason)));
-  Array<String> notes;
-  for (const std::string& n : r.notes) notes.push_back(String(n));
-  out.Set("notes", notes);
-  return out;
+}  // namespace
+
+ObjectRef ToRecord(const CompactedRegion& r) {
+  ffi::ObjectPtr<CompactedRegionRecordObj> out = ffi::make_object<CompactedRegionRecordObj>();
+  const Buffer& buffer = r.buffer;
+  out->name = buffer.name();
+  out->kind = r.kind;
+  out->dtype = DTypeToString(buffer.dtype());
+  out->original_shape = IntsWhereConstant(buffer.shape());
+  out->original_strides = IntsWhereConstant(buffer.strides());
+  out->shape = IntsWhereConstant(r.shape);
+  out->offset = IntsWhereConstant(r.offset);
+  out->strides = IntsWhereConstant(r.strides);
+  for (const Buffer& v : r.views) out->views.push_back(String(v.name()));
+  if (!r.reason.empty()) out->reason = String(r.reason);
+  for (const std::string& n : r.notes) out->notes.push_back(String(n));
+  if (std::optional<int64_t> bytes = buffer.ConstSizeBytes()) out->original_bytes = *bytes;
+  if (std::optional<int64_t> bytes = AllocatedBytes(r.shape, r.strides, buffer.dtype())) {
+    out->compacted_bytes = *bytes;
+  }
+  return ObjectRef(out);
 }
 
-}  // namespace
+void CompactedRegionRecordObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  using R = CompactedRegionRecordObj;
+  refl::ObjectDef<R>()
+      .def_ro("name", &R::name, "The allocated buffer.")
+      .def_ro("kind", &R::kind, "\"alloc_buffer\" or \"block_alloc_buffer\".")
+      .def_ro("dtype", &R::dtype, "The element type.")
+      .def_ro("original_shape", &R::original_shape, "The shape as allocated.")
+      .def_ro("shape", &R::shape, "The compacted shape (the original when kept whole).")
+      .def_ro("offset", &R::offset, "What the rewrite subtracts from each index.")
+      .def_ro("original_strides", &R::original_strides, "Strides as allocated (empty: row-major).")
+      .def_ro("strides", &R::strides, "Strides after compaction (buffer_dim_align).")
+      .def_ro("views", &R::views, "The decl_buffer views compacted with the buffer.")
+      .def_ro("reason", &R::reason, "Why the buffer stays as it is; None when compacted.")
+      .def_ro("notes", &R::notes, "Dimensions kept at their extent although others compact.")
+      .def_ro("original_bytes", &R::original_bytes,
+              "Bytes as allocated (ir::AllocatedBytes); None when symbolic.")
+      .def_ro("compacted_bytes", &R::compacted_bytes,
+              "Bytes after compaction; None when symbolic.");
+}
 
 std::vector<CompactedRegion> AnalyzeCompaction(const PrimFunc& func,
                                                const CompactionOptions& options) {
@@ -1134,14 +1155,15 @@ std::vector<CompactedRegion> AnalyzeCompaction(const PrimFunc& func,
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
+  CompactedRegionRecordObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.analysis.compacted_regions", [](ObjectRef func, bool is_strict) {
         CompactionOptions options;
         options.is_strict = is_strict;
-        Array<Map<String, Any>> out;
+        Array<ObjectRef> out;
         for (const CompactedRegion& r :
              AnalyzeCompaction(PrimFunc(func, "compacted_regions"), options)) {
-          out.push_back(ToFFI(r));
+          out.push_back(ToRecord(r));
         }
         return out;
       });

@@ -88,6 +88,33 @@ struct CompactedRegion {
   bool rewritten() const { return reason.empty(); }
 };
 
+/*! \brief What Python, the report and the tests read of a CompactedRegion, reflected as
+ *         `tvm_memplan.tir.CompactedRegion`. */
+class CompactedRegionRecordObj : public ffi::Object {
+ public:
+  ffi::String name;
+  ffi::String kind;
+  ffi::String dtype;
+  ffi::Array<ffi::Any> original_shape;
+  ffi::Array<ffi::Any> shape;
+  ffi::Array<ffi::Any> offset;
+  ffi::Array<ffi::Any> original_strides;
+  ffi::Array<ffi::Any> strides;
+  ffi::Array<ffi::String> views;
+  ffi::Optional<ffi::String> reason;
+  ffi::Array<ffi::String> notes;
+  /*! \brief ir::AllocatedBytes before and after; None when symbolic. */
+  ffi::Optional<int64_t> original_bytes;
+  ffi::Optional<int64_t> compacted_bytes;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.CompactedRegion", CompactedRegionRecordObj,
+                                    ffi::Object);
+};
+
+/*! \brief The record of `region`. */
+ffi::ObjectRef ToRecord(const CompactedRegion& region);
+
 /*! \brief One record per allocated buffer, in definition order. */
 std::vector<CompactedRegion> AnalyzeCompaction(const ir::PrimFunc& func,
                                                const CompactionOptions& options);

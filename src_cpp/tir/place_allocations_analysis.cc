@@ -91,12 +91,6 @@ class AllocationCollector {
   std::vector<AllocationSite> sites_;
 };
 
-std::optional<int64_t> AllocationBytes(const Buffer& buffer) {
-  std::optional<int64_t> count = buffer.ConstNumElements();
-  if (!count) return std::nullopt;
-  return *count * DTypeBytes(buffer.dtype());
-}
-
 bool IsScalableVector(DLDataType dtype) { return static_cast<int16_t>(dtype.lanes) < 0; }
 
 bool WantsUnlowered(const AllocationSite& site, const std::string& scope) {
@@ -125,7 +119,7 @@ class Decider {
     AllocationDecision d{buffer,
                          site.node,
                          buffer.scope(),
-                         AllocationBytes(buffer),
+                         buffer.ConstSizeBytes(),
                          Placement::kStock,
                          Placement::kStock,
                          "",
@@ -244,26 +238,27 @@ void ApplyStackBudget(const std::string& function, const StackLimits& limits, Pl
   }
 }
 
-Map<String, Any> ToFFI(const std::string& function, const AllocationDecision& d) {
-  Map<String, Any> out;
-  out.Set("function", String(function));
-  out.Set("name", String(d.buffer.name()));
-  out.Set("kind", String(Is<AllocBuffer>(d.node) ? "alloc_buffer" : "block_alloc_buffer"));
-  out.Set("scope", String(d.scope));
-  out.Set("dtype", String(DTypeToString(d.buffer.dtype())));
-  out.Set("shape", d.buffer.shape());
-  out.Set("bytes", d.bytes ? Any(*d.bytes) : Any());
-  out.Set("placement", String(PlacementName(d.placement)));
-  out.Set("stock_placement", String(PlacementName(d.stock_placement)));
-  out.Set("reason", String(d.reason));
-  return out;
+ObjectRef ToRecord(const std::string& function, const AllocationDecision& d) {
+  ffi::ObjectPtr<AllocationDecisionRecordObj> out =
+      ffi::make_object<AllocationDecisionRecordObj>();
+  if (!function.empty()) out->function = String(function);
+  out->name = d.buffer.name();
+  out->kind = Is<AllocBuffer>(d.node) ? "alloc_buffer" : "block_alloc_buffer";
+  out->scope = d.scope;
+  out->dtype = DTypeToString(d.buffer.dtype());
+  out->shape = IntsWhereConstant(d.buffer.shape());
+  if (d.bytes) out->nbytes = *d.bytes;
+  out->placement = PlacementName(d.placement);
+  out->stock_placement = PlacementName(d.stock_placement);
+  out->reason = d.reason;
+  return ObjectRef(out);
 }
 
 /*!
  * \brief `tvm_memplan.analysis.allocation_plan`: the decisions for a PrimFunc or every PrimFunc of
  *        a module (in name order), for `target` or, when it is None, each function's own target.
  */
-Array<Map<String, Any>> AllocationPlanFFI(Any func_or_mod, Optional<ObjectRef> target) {
+Array<ObjectRef> AllocationPlanFFI(Any func_or_mod, Optional<ObjectRef> target) {
   std::vector<std::pair<std::string, PrimFunc>> funcs;
   auto obj = func_or_mod.try_cast<ObjectRef>();
   if (obj && Is<PrimFunc>(*obj)) {
@@ -280,7 +275,7 @@ Array<Map<String, Any>> AllocationPlanFFI(Any func_or_mod, Optional<ObjectRef> t
                              << "got `" << func_or_mod.GetTypeKey() << "`";
   }
   ObjectRef pass_context = schema::func::GetCurrentPassContext().cast<ObjectRef>();
-  Array<Map<String, Any>> out;
+  Array<ObjectRef> out;
   for (const auto& [name, func] : funcs) {
     ObjectRef func_target = target ? *target : ObjectRef();
     if (!func_target.defined()) {
@@ -293,7 +288,7 @@ Array<Map<String, Any>> AllocationPlanFFI(Any func_or_mod, Optional<ObjectRef> t
     }
     StackLimits limits = target::ResolveStackLimits(func_target, pass_context);
     for (const AllocationDecision& d : PlanAllocationPlacement(func, name, limits).decisions) {
-      out.push_back(ToFFI(name, d));
+      out.push_back(ToRecord(name, d));
     }
   }
   return out;
@@ -354,7 +349,27 @@ PlacementPlan PlanAllocationPlacement(const PrimFunc& func, const std::string& f
   return plan;
 }
 
+void AllocationDecisionRecordObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  using R = AllocationDecisionRecordObj;
+  refl::ObjectDef<R>()
+      .def_ro("function", &R::function, "The PrimFunc; None when it has no name.")
+      .def_ro("name", &R::name, "The buffer.")
+      .def_ro("kind", &R::kind, "\"alloc_buffer\" or \"block_alloc_buffer\".")
+      .def_ro("scope", &R::scope, "The storage scope as written (\"global\" for TVM's \"\").")
+      .def_ro("dtype", &R::dtype, "The element type.")
+      .def_ro("shape", &R::shape, "Extents: ints, or expressions where symbolic.")
+      .def_ro("nbytes", &R::nbytes, "Bytes (ir::AllocatedBytes); None when not constant.")
+      .def_ro("placement", &R::placement,
+              "\"stack\", \"workspace\" (TVMBackendAllocWorkspace), \"unlowered\" "
+              "(disable_lower_builtin) or \"stock\" (not host CPU memory: TVM's rule).")
+      .def_ro("reason", &R::reason, "The rule and the limit that decided it.")
+      .def_ro("stock_placement", &R::stock_placement,
+              "Where TVM's own LowerTVMBuiltin would put the allocation as written.");
+}
+
 TVM_FFI_STATIC_INIT_BLOCK() {
+  AllocationDecisionRecordObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def("tvm_memplan.analysis.allocation_plan", AllocationPlanFFI);
 }
 

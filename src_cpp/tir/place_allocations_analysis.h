@@ -92,6 +92,26 @@ struct AllocationDecision {
   bool has_device_id = false;
 };
 
+/*! \brief What Python and the report read of an AllocationDecision, reflected as
+ *         `tvm_memplan.tir.AllocationDecision`. */
+class AllocationDecisionRecordObj : public ffi::Object {
+ public:
+  ffi::Optional<ffi::String> function;
+  ffi::String name;
+  ffi::String kind;
+  ffi::String scope;
+  ffi::String dtype;
+  ffi::Array<ffi::Any> shape;
+  ffi::Optional<int64_t> nbytes;
+  ffi::String placement;
+  ffi::String reason;
+  ffi::String stock_placement;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.AllocationDecision",
+                                    AllocationDecisionRecordObj, ffi::Object);
+};
+
 struct PlacementPlan {
   std::vector<AllocationDecision> decisions;
   /*! \brief Bytes of the function's stack placements (the budget counts these). */

@@ -142,3 +142,33 @@ def test_every_global_with_a_registered_signature_has_it_recorded():
     tool = Path(__file__).resolve().parents[2] / "tools" / "fill_schema_signatures.py"
     result = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_analysis_records_are_declared_once_in_cpp():
+    """Every record the analyses return is a reflected C++ object: Python reads its fields and
+    their docs from C++ (no hand-written mirror that a renamed field could leave stale)."""
+    from tvm_memplan.analysis import Allocation as AllocationRecord
+    from tvm_memplan.analysis import (
+        AllocationDecision,
+        CompactedRegion,
+        FunctionMemoryPlan,
+        InplaceCandidate,
+        PlannedTensor,
+        StorageAllocation,
+    )
+    from tvm_memplan.transform import InplaceStats
+
+    for cls in (
+        AllocationRecord,
+        AllocationDecision,
+        CompactedRegion,
+        FunctionMemoryPlan,
+        InplaceCandidate,
+        InplaceStats,
+        PlannedTensor,
+        StorageAllocation,
+    ):
+        info = cls.__tvm_ffi_type_info__
+        assert info.type_key.startswith("tvm_memplan."), cls
+        assert info.fields and all(f.doc for f in info.fields), cls
+        assert not getattr(cls, "__dataclass_fields__", None), cls

@@ -263,18 +263,20 @@ def test_function_without_target_needs_one():
 
 def test_records_carry_shape_dtype_and_reason():
     (d,) = allocation_plan(one_buffer(8, "local"), "llvm")
-    assert d == AllocationDecision(
-        function="func",
-        name="X",
-        kind="alloc_buffer",
-        scope="local",
-        dtype="uint8",
-        shape=(8,),
-        nbytes=8,
-        placement="stack",
-        reason="8 bytes <= max_stack_alloca 1024 (target-kind attribute max_stack_alloca)",
-        stock_placement="workspace",
-    )
+    assert isinstance(d, AllocationDecision)
+    names = [f.name for f in type(d).__tvm_ffi_type_info__.fields]
+    assert {name: getattr(d, name) for name in names} == {
+        "function": "func",
+        "name": "X",
+        "kind": "alloc_buffer",
+        "scope": "local",
+        "dtype": "uint8",
+        "shape": [8],
+        "nbytes": 8,
+        "placement": "stack",
+        "reason": "8 bytes <= max_stack_alloca 1024 (target-kind attribute max_stack_alloca)",
+        "stock_placement": "workspace",
+    }
 
 
 @pytest.mark.parametrize(

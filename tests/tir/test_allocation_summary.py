@@ -24,19 +24,25 @@ def block_func(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32"
                     C[i, j] = B[i, j] * T.float32(2)
 
 
+def _fields(record) -> dict:
+    names = [f.name for f in type(record).__tvm_ffi_type_info__.fields]
+    return {name: getattr(record, name) for name in names}
+
+
 def test_block_allocation():
-    assert allocation_summary(block_func) == [
-        Allocation(
-            function="block_func",
-            name="B",
-            kind="block_alloc_buffer",
-            shape=(16, 16),
-            dtype="float32",
-            scope="local",
-            size_bytes=1024,
-            block="row",
-        )
-    ]
+    (record,) = allocation_summary(block_func)
+    assert isinstance(record, Allocation)
+    assert _fields(record) == {
+        "function": "block_func",
+        "name": "B",
+        "kind": "block_alloc_buffer",
+        "shape": [16, 16],
+        "dtype": "float32",
+        "scope": "local",
+        "size_bytes": 1024,
+        "view_of": None,
+        "block": "row",
+    }
 
 
 def test_lowered_allocation_and_views():

@@ -1,4 +1,4 @@
-"""Helpers shared by the analyses' Python wrappers: argument checks and record fields."""
+"""Helpers shared by the analyses' Python wrappers: argument checks."""
 
 from __future__ import annotations
 
@@ -12,8 +12,3 @@ def check_tir(func_or_mod, what: str) -> None:
             f"{what} expects a tvm.tirx.PrimFunc or a tvm.IRModule, "
             f"got {type(func_or_mod).__name__}"
         )
-
-
-def shape_of(extents) -> tuple:
-    """A shape with constant extents as ints and symbolic ones as TIR expressions."""
-    return tuple(int(e) if isinstance(e, tvm.tirx.IntImm) else e for e in extents)

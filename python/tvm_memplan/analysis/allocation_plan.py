@@ -3,39 +3,23 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 import tvm
+import tvm_ffi
 
+from .. import _lib  # noqa: F401  (registers the record types before they are bound below)
 from . import _ffi_api
-from ._records import check_tir, shape_of
+from ._records import check_tir
 
 __all__ = ["AllocationDecision", "allocation_plan", "placement_counts"]
 
 
-@dataclass(frozen=True)
-class AllocationDecision:
-    """Where one allocation lives once lowered, and why.
-
-    ``placement`` is ``"stack"`` (a plain allocation codegen puts on the stack),
-    ``"workspace"`` (``TVMBackendAllocWorkspace``/``TVMBackendFreeWorkspace``), ``"unlowered"``
-    (``disable_lower_builtin``: left as written) or ``"stock"`` (not host CPU memory: lowered by
-    TVM's own rule). ``reason`` names the rule and the limit that decided it. ``nbytes`` is None
-    when the size is not a compile-time constant. ``stock_placement`` is where TVM's own
-    LowerTVMBuiltin would put the allocation as written (only constant "global" CPU buffers
-    under 1024 bytes go on its stack), for comparison.
-    """
-
-    function: str | None
-    name: str
-    kind: str
-    scope: str
-    dtype: str
-    shape: tuple
-    nbytes: int | None
-    placement: str
-    reason: str
-    stock_placement: str
+@tvm_ffi.register_object("tvm_memplan.tir.AllocationDecision")
+class AllocationDecision(tvm_ffi.Object):
+    """Where one allocation lives once lowered, and why (fields and docs from
+    ``src_cpp/tir/place_allocations_analysis.h``): ``placement`` is ``"stack"``,
+    ``"workspace"``, ``"unlowered"`` or ``"stock"``; ``reason`` names the rule and the limit
+    that decided it; ``stock_placement`` is where TVM's own LowerTVMBuiltin would put it."""
 
 
 def allocation_plan(mod_or_func, target=None) -> list[AllocationDecision]:
@@ -50,21 +34,7 @@ def allocation_plan(mod_or_func, target=None) -> list[AllocationDecision]:
     check_tir(mod_or_func, "allocation_plan")
     if target is not None and not isinstance(target, tvm.target.Target):
         target = tvm.target.Target(target)
-    return [
-        AllocationDecision(
-            function=str(r["function"]) or None,
-            name=str(r["name"]),
-            kind=str(r["kind"]),
-            scope=str(r["scope"]),
-            dtype=str(r["dtype"]),
-            shape=shape_of(r["shape"]),
-            nbytes=None if r["bytes"] is None else int(r["bytes"]),
-            placement=str(r["placement"]),
-            reason=str(r["reason"]),
-            stock_placement=str(r["stock_placement"]),
-        )
-        for r in _ffi_api.allocation_plan(mod_or_func, target)
-    ]
+    return list(_ffi_api.allocation_plan(mod_or_func, target))
 
 
 def placement_counts(plan: list[AllocationDecision]) -> dict[str, int]:

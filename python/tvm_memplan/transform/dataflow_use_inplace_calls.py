@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import tvm
 import tvm_ffi
 
@@ -43,20 +41,10 @@ def DataflowUseInplaceCalls(
     return _ffi_api.DataflowUseInplaceCalls(options)
 
 
-@dataclass(frozen=True)
-class InplaceStats:
-    """What one run of DataflowUseInplaceCalls did."""
-
-    functions: int
-    """Relax functions analysed."""
-    call_bindings: int
-    """Bindings whose value is a call."""
-    rewritten: int
-    """Bindings rewritten to ``R.call_tir_inplace``."""
-    prim_funcs_added: int
-    """In-place PrimFuncs added to the module."""
-    signatures_legalized: int
-    """Distinct call signatures legalized to decide."""
+@tvm_ffi.register_object("tvm_memplan.relax.InplaceStats")
+class InplaceStats(tvm_ffi.Object):
+    """What one run of DataflowUseInplaceCalls did (fields and docs from
+    ``src_cpp/relax/inplace_rewrite.h``)."""
 
 
 def use_inplace_calls(
@@ -73,4 +61,4 @@ def use_inplace_calls(
         outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner
     )
     new_mod, stats = _ffi_api.use_inplace_calls(mod, options)
-    return new_mod, InplaceStats(**{k: int(v) for k, v in stats.items()})
+    return new_mod, stats
