@@ -153,8 +153,8 @@ std::optional<int64_t> Buffer::ConstNumElements() const {
   return count;
 }
 
-std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape, const Array<ObjectRef>& strides,
-                                      DLDataType dtype) {
+std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape,
+                                      const Array<ObjectRef>& strides, DLDataType dtype) {
   int64_t elements = 1;
   if (strides.empty()) {
     for (const ObjectRef& extent : shape) {

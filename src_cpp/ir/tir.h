@@ -76,8 +76,8 @@ class Buffer : public NodeView {
  *        takes one byte: DTypeBytes). The one count of buffer bytes: placement, compaction
  *        records, summaries and the report all use it.
  */
-std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape, const Array<ObjectRef>& strides,
-                                      DLDataType dtype);
+std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape,
+                                      const Array<ObjectRef>& strides, DLDataType dtype);
 
 class PrimFunc : public NodeView {
   TVM_MEMPLAN_VIEW(PrimFunc, schema::type::PrimFunc)

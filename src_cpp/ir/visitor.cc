@@ -11,6 +11,8 @@
 
 #include <tvm/ffi/extra/structural_visit.h>
 
+#include "ir/scopes.h"
+
 namespace tvm_memplan {
 namespace ir {
 
@@ -115,7 +117,7 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
     }
     if (iter) {
       std::string tag = iter->thread_tag();
-      if (tag.empty()) tag = "vthread";
+      if (tag.empty()) tag = thread_tag::kVThread;
       VisitLoop(LoopScope{iter->var().ref(), IntConst(attr.value(), 0), attr.value(),
                           ForKind::kThreadBinding, tag, node},
                 attr.body());

@@ -41,8 +41,7 @@ class InplaceStatsObj : public ffi::Object {
   int64_t signatures_legalized = 0;
 
   static void RegisterReflection();
-  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceStats", InplaceStatsObj,
-                                    ffi::Object);
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceStats", InplaceStatsObj, ffi::Object);
 };
 
 struct InplaceRewriteResult {

@@ -18,6 +18,7 @@
 
 #include "ir/analyzer.h"
 #include "ir/pass.h"
+#include "ir/scopes.h"
 #include "relax/memory_plan_model.h"
 #include "relax/offset_packing.h"
 #include "relax/storage_flow.h"
@@ -40,7 +41,7 @@ using ir::relax::TypeOf;
 namespace {
 
 constexpr int64_t kRuntimeAlignment = 64;  // kAllocAlignment of the TVM runtime
-constexpr const char* kGlobalScope = "global";
+constexpr const char* kGlobalScope = ir::scope::kGlobal;
 
 std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 

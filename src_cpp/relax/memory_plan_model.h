@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "ir/relax.h"
+#include "ir/scopes.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -71,7 +72,7 @@ struct PlanStep {
    *         already is a call_tir_inplace: then candidate is -1). */
   const Object* inplace_source = nullptr;
   /*! \brief kAllocate: the storage scope of the outputs (the planner pools by scope). */
-  std::string scope = "global";
+  std::string scope = ir::scope::kGlobal;
   /*! \brief kAllocate: whether the outputs count as arguments of the step itself (a call in
    *         destination-passing style; not an alloc_tensor, whose PrimFunc call comes later). */
   bool counts_own_output = true;

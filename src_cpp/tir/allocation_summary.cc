@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "ir/scopes.h"
 #include "ir/visitor.h"
 
 namespace tvm_memplan {
@@ -33,7 +34,7 @@ class AllocationCollector : public ScopedVisitor {
     record->name = buffer.name();
     record->shape = IntsWhereConstant(buffer.shape());
     record->dtype = DTypeToString(buffer.dtype());
-    record->scope = buffer.scope().empty() ? "global" : buffer.scope();
+    record->scope = buffer.scope().empty() ? std::string(scope::kGlobal) : buffer.scope();
     if (std::optional<int64_t> bytes = buffer.ConstSizeBytes()) record->size_bytes = *bytes;
     switch (site.kind) {
       case AllocationSite::Kind::kAllocBuffer:

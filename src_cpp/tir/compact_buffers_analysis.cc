@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "ir/analyzer.h"
+#include "ir/scopes.h"
 #include "ir/visitor.h"
 #include "tir/affine_bounds.h"
 
@@ -44,35 +45,36 @@ bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefi
  *        treated as shared: relaxing over more variables is always safe.
  */
 bool SharedAcrossThreads(const std::string& scope, const std::string& thread_tag) {
+  namespace tag = thread_tag;
+  constexpr size_t kBlockIdx = Length(tag::kBlockIdx), kThreadIdx = Length(tag::kThreadIdx);
   int thread_rank = 0;
   int dim = 0;
-  if (StartsWith(thread_tag, "vthread") || thread_tag == "cthread") {
+  if (StartsWith(thread_tag, tag::kVThread) || thread_tag == tag::kCThread) {
     thread_rank = 1;
     dim = -1;
-  } else if (StartsWith(thread_tag, "blockIdx.") && thread_tag.size() > 9) {
-    dim = thread_tag[9] - 'x';
-  } else if (StartsWith(thread_tag, "threadIdx.") && thread_tag.size() > 10) {
+  } else if (StartsWith(thread_tag, tag::kBlockIdx) && thread_tag.size() > kBlockIdx) {
+    dim = thread_tag[kBlockIdx] - 'x';
+  } else if (StartsWith(thread_tag, tag::kThreadIdx) && thread_tag.size() > kThreadIdx) {
     thread_rank = 1;
-    dim = thread_tag[10] - 'x';
-  } else if (StartsWith(thread_tag, "clusterCtaIdx.")) {
+    dim = thread_tag[kThreadIdx] - 'x';
+  } else if (StartsWith(thread_tag, tag::kClusterCtaIdx)) {
     thread_rank = 2;
-  } else if (StartsWith(thread_tag, "preferredClusterCtaIdx.")) {
+  } else if (StartsWith(thread_tag, tag::kPreferredClusterCtaIdx)) {
     thread_rank = 3;
   } else {
     return true;
   }
   int storage_rank;
-  if (scope.empty() || StartsWith(scope, "global")) {
+  if (scope.empty() || StartsWith(scope, scope::kGlobal)) {
     storage_rank = 0;
-  } else if (StartsWith(scope, "shared")) {
+  } else if (StartsWith(scope, scope::kShared)) {
     storage_rank = 1;
-  } else if (StartsWith(scope, "warp")) {
+  } else if (StartsWith(scope, scope::kWarp)) {
     return thread_rank == 1 && dim == 0;  // warp memory is distributed over threadIdx.x only
-  } else if (StartsWith(scope, "local")) {
+  } else if (StartsWith(scope, scope::kLocal)) {
     storage_rank = 3;
-  } else if (StartsWith(scope, "wmma.") || StartsWith(scope, "m16n8k8.") ||
-             StartsWith(scope, "metal.") || StartsWith(scope, "amx.tmm") ||
-             StartsWith(scope, "texture") || StartsWith(scope, "trn.")) {
+  } else if (std::any_of(std::begin(scope::kFragmentPrefixes), std::end(scope::kFragmentPrefixes),
+                         [&](const char* prefix) { return StartsWith(scope, prefix); })) {
     storage_rank = 4;  // per-thread fragments and special memories
   } else {
     return true;

@@ -239,8 +239,7 @@ void ApplyStackBudget(const std::string& function, const StackLimits& limits, Pl
 }
 
 ObjectRef ToRecord(const std::string& function, const AllocationDecision& d) {
-  ffi::ObjectPtr<AllocationDecisionRecordObj> out =
-      ffi::make_object<AllocationDecisionRecordObj>();
+  ffi::ObjectPtr<AllocationDecisionRecordObj> out = ffi::make_object<AllocationDecisionRecordObj>();
   if (!function.empty()) out->function = String(function);
   out->name = d.buffer.name();
   out->kind = Is<AllocBuffer>(d.node) ? "alloc_buffer" : "block_alloc_buffer";

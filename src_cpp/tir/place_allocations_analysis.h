@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/scopes.h"
 #include "ir/tir.h"
 #include "target/stack_limits.h"
 
@@ -56,16 +57,16 @@ enum class Placement {
 const char* PlacementName(Placement placement);
 
 // Storage scopes the placement rules name ("" is "global" in TVM).
-inline constexpr const char* kGlobalScope = "global";
-inline constexpr const char* kLocalScope = "local";
-inline constexpr const char* kStackScope = "global.stack";
-inline constexpr const char* kWorkspaceScope = "global.workspace";
+inline constexpr const char* kGlobalScope = ir::scope::kGlobal;
+inline constexpr const char* kLocalScope = ir::scope::kLocal;
+inline constexpr const char* kStackScope = ir::scope::kGlobalStack;
+inline constexpr const char* kWorkspaceScope = ir::scope::kGlobalWorkspace;
 
 /*!
  * \brief The storage scope TagAllocationPlacement gives `disable_lower_builtin` allocations so
  *        the request survives StorageRewrite (which drops annotations but keeps scopes).
  */
-inline constexpr const char* kUnloweredScope = "global.memplan_unlowered";
+inline constexpr const char* kUnloweredScope = ir::scope::kMemplanUnlowered;
 
 /*!
  * \brief TVM's own LowerTVMBuiltin keeps a CPU allocation of scope exactly "global" on the stack

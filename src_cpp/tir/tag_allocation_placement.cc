@@ -27,7 +27,7 @@ std::string CarrierScope(const std::string& function, const AllocationDecision& 
     case Placement::kWorkspace:
       // Dynamic sizes always go to the workspace; StorageRewrite also refuses them in tagged
       // scopes. Other scopes ("shared", ...) keep TVM's meaning.
-      if (!d.bytes || (d.scope != "global" && d.scope != "local")) return "";
+      if (!d.bytes || (d.scope != kGlobalScope && d.scope != kLocalScope)) return "";
       return kWorkspaceScope;
     case Placement::kUnlowered:
       if (!d.bytes) {

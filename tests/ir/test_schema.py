@@ -172,3 +172,23 @@ def test_analysis_records_are_declared_once_in_cpp():
         assert info.type_key.startswith("tvm_memplan."), cls
         assert info.fields and all(f.doc for f in info.fields), cls
         assert not getattr(cls, "__dataclass_fields__", None), cls
+
+
+_SCOPE_OR_TAG = re.compile(
+    r'"(global|local|shared|warp)(\.[\w.]*)?"|"(threadIdx|blockIdx|vthread|cthread)[\w.]*"'
+)
+
+
+def test_storage_scopes_and_thread_tags_are_named_in_one_header():
+    """Passes compare scopes and thread tags with the names of ir/scopes.h, not inline strings."""
+    offenders = []
+    for path in sorted(SRC.rglob("*")):
+        if path.suffix not in {".h", ".cc"} or path.name == "scopes.h":
+            continue
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("//", 1)[0]
+            if code.lstrip().startswith(("*", "/*")):
+                continue
+            if _SCOPE_OR_TAG.search(code):
+                offenders.append(f"{path.relative_to(SRC)}:{lineno}: {line.strip()}")
+    assert offenders == []
