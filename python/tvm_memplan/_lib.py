@@ -95,3 +95,5 @@ verify_compatible()
 # What TVM registers at its own load time for its options: PassContext keys and target-kind
 # attributes (tvm_memplan.target documents them).
 tvm_ffi.get_global_func("tvm_memplan.target.RegisterOptions")()
+# The diagnostic channel: PassContext option tvm_memplan.dump_dir (docs/development.md).
+tvm_ffi.get_global_func("tvm_memplan.ir.RegisterDumpOption")()

@@ -40,6 +40,16 @@ IRModule ApplyPass(const ObjectRef& pass, const IRModule& mod) {
   return IRModule(func::RunPass(pass, mod.ref()).cast<ObjectRef>());
 }
 
+void RegisterPassConfigOption(const std::string& key, const std::string& type_name,
+                              std::function<Any(Any)> legalize) {
+  // TVM aborts the registration of a key it already has.
+  if (func::ListConfigs().cast<Map<String, Any>>().count(String(key))) return;
+  using RegisterConfigOptionFn = void (*)(const char*, String, std::function<Any(Any)>);
+  static auto register_option =
+      symbol::PassContextRegisterConfigOption.As<RegisterConfigOptionFn>();
+  register_option(key.c_str(), String(type_name), std::move(legalize));
+}
+
 std::optional<Any> PassConfigValue(const ObjectRef& pass_context, const char* key) {
   Map<String, Any> config = field::PassContext_config.Get<Map<String, Any>>(pass_context);
   auto it = config.find(String(key));

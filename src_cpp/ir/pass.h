@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "ir/tir.h"
 
@@ -36,6 +37,14 @@ IRModule ApplyPass(const ObjectRef& pass, const IRModule& mod);
 
 /*! \brief The value of PassContext option `key`, or nullopt when it is not set. */
 std::optional<Any> PassConfigValue(const ObjectRef& pass_context, const char* key);
+
+/*!
+ * \brief Register PassContext option `key` (TVM offers no global function for it: an exported
+ *        C++ function, schema::symbol); `legalize` checks and normalizes each value set in a
+ *        PassContext (it throws for a bad one). Nothing happens when `key` is already registered.
+ */
+void RegisterPassConfigOption(const std::string& key, const std::string& type_name,
+                              std::function<Any(Any)> legalize);
 
 }  // namespace ir
 }  // namespace tvm_memplan

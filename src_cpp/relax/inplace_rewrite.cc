@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/dump.h"
 #include "ir/pass.h"
 #include "ir/rewriter.h"
 
@@ -123,7 +124,7 @@ class Rewrite {
     for (const auto& [name, gv] : functions) {
       Function func(mod_.functions().at(gv));
       ++stats_->functions;
-      if (std::optional<Function> updated = RewriteFunction(func))
+      if (std::optional<Function> updated = RewriteFunction(func, name))
         rewritten.Set(gv, updated->ref());
     }
     stats_->signatures_legalized = static_cast<int64_t>(context_.legalizer().num_legalized());
@@ -134,9 +135,15 @@ class Rewrite {
   }
 
  private:
-  std::optional<Function> RewriteFunction(const Function& func) {
+  std::optional<Function> RewriteFunction(const Function& func, const std::string& name) {
     std::unordered_map<const Object*, ObjectRef> values;
-    for (const InplaceDecision& decision : AnalyzeInplace(func, mod_.ref(), options_, &context_)) {
+    std::vector<InplaceDecision> decisions = AnalyzeInplace(func, mod_.ref(), options_, &context_);
+    if (dump_.enabled()) {
+      Array<ObjectRef> records;
+      for (const InplaceDecision& decision : decisions) records.push_back(ToRecord(decision));
+      dump_.Write(name + "-decisions", records);
+    }
+    for (const InplaceDecision& decision : decisions) {
       ++stats_->call_bindings;
       if (!decision.inplace) continue;
       Call call_tir(decision.call_tir);
@@ -168,6 +175,7 @@ class Rewrite {
 
   IRModule mod_;
   const InplaceOptionsObj& options_;
+  PassDump dump_{"DataflowUseInplaceCalls"};
   BlockBuilder builder_;
   InplaceContext context_;
   ffi::ObjectPtr<InplaceStatsObj> stats_ = ffi::make_object<InplaceStatsObj>();
@@ -201,7 +209,11 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              CheckInplaceOptions(*options.get());
              return MakeModulePass("tvm_memplan.DataflowUseInplaceCalls", 0,
                                    [options](IRModule mod, ObjectRef) {
-                                     return UseInplaceCalls(mod, *options.get()).mod;
+                                     PassDump dump("DataflowUseInplaceCalls");
+                                     dump.Write("input", mod.ref());
+                                     IRModule out = UseInplaceCalls(mod, *options.get()).mod;
+                                     dump.Write("output", out.ref());
+                                     return out;
                                    });
            })
       .def("tvm_memplan.transform.use_inplace_calls", [](ObjectRef mod, InplaceOptions options) {

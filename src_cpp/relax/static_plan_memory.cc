@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ir/dump.h"
 #include "ir/pass.h"
 
 namespace tvm_memplan {
@@ -181,7 +182,18 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              CheckMemoryPlanOptions(*options.get());
              return MakeModulePass("tvm_memplan.StaticPlanBlockMemory", 0,
                                    [options](IRModule mod, ObjectRef) {
-                                     return PlanMemory(mod, *options.get()).mod;
+                                     PassDump dump("StaticPlanBlockMemory");
+                                     dump.Write("input", mod.ref());
+                                     PlanMemoryResult result = PlanMemory(mod, *options.get());
+                                     if (dump.enabled()) {
+                                       Array<ObjectRef> plans;
+                                       for (const MemoryPlan& plan : result.plans) {
+                                         plans.push_back(ObjectRef(plan.record));
+                                       }
+                                       dump.Write("plans", plans);
+                                       dump.Write("output", result.mod.ref());
+                                     }
+                                     return result.mod;
                                    });
            })
       .def("tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions options) {

@@ -20,8 +20,6 @@ namespace {
 // ffi::Any is passed as TVM passes it, by value.
 using RegisterOrGetFn = void* (*)(const ffi::String&);
 using UpdateAttrFn = void (*)(void* entry, const ffi::String&, ffi::Any, int);
-using RegisterConfigOptionFn = void (*)(const char*, ffi::String,
-                                        std::function<ffi::Any(ffi::Any)>);
 
 /*!
  * \brief TVM keeps an attribute value only when it is set at a higher priority level than the
@@ -51,15 +49,6 @@ void SetTargetKindAttr(const std::string& kind_name, const std::string& attr_nam
   static auto update_attr = symbol::TargetKindRegEntryUpdateAttr.As<UpdateAttrFn>();
   void* entry = register_or_get(ffi::String(kind_name));
   update_attr(entry, ffi::String(attr_name), std::move(value), NextPriorityLevel());
-}
-
-void RegisterPassConfigOption(const std::string& key, const std::string& type_name,
-                              std::function<ffi::Any(ffi::Any)> legalize) {
-  // TVM aborts the registration of a key it already has.
-  if (func::ListConfigs().cast<ffi::Map<ffi::String, ffi::Any>>().count(ffi::String(key))) return;
-  static auto register_option =
-      symbol::PassContextRegisterConfigOption.As<RegisterConfigOptionFn>();
-  register_option(key.c_str(), ffi::String(type_name), std::move(legalize));
 }
 
 }  // namespace target

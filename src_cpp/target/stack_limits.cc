@@ -167,7 +167,7 @@ StackLimits ResolveStackLimits(const ffi::ObjectRef& target, const ffi::ObjectRe
 
 void RegisterStackOptions() {
   for (const StackOption* option : kStackOptions) {
-    RegisterPassConfigOption(option->pass_config, "int", [option](ffi::Any value) {
+    ir::RegisterPassConfigOption(option->pass_config, "int", [option](ffi::Any value) {
       return LegalizeOption(*option, std::move(value));
     });
   }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ir/dump.h"
 #include "ir/pass.h"
 #include "ir/rewriter.h"
 
@@ -99,10 +100,23 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       "tvm_memplan.transform.CompactBufferAllocation", [](bool is_strict) {
         CompactionOptions options;
         options.is_strict = is_strict;
-        return MakePrimFuncPass("tvm_memplan.CompactBufferAllocation", 0,
-                                [options](PrimFunc func, IRModule, ObjectRef) {
-                                  return CompactBufferAllocation(func, options);
-                                });
+        return MakePrimFuncPass(
+            "tvm_memplan.CompactBufferAllocation", 0,
+            [options](PrimFunc func, IRModule, ObjectRef) {
+              PassDump dump("CompactBufferAllocation");
+              if (dump.enabled()) {
+                std::string name = func.global_symbol();
+                dump.Write(name + "-input", func.ref());
+                Array<ObjectRef> records;
+                for (const CompactedRegion& r : AnalyzeCompaction(func, options)) {
+                  records.push_back(ToRecord(r));
+                }
+                dump.Write(name + "-regions", records);
+              }
+              PrimFunc out = CompactBufferAllocation(func, options);
+              dump.Write(func.global_symbol() + "-output", out.ref());
+              return out;
+            });
       });
 }
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/dump.h"
 #include "ir/pass.h"
 #include "ir/rewriter.h"
 #include "tir/buffer_scope.h"
@@ -245,8 +246,11 @@ PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
 }
 
 IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
+  PassDump dump("LowerTVMBuiltin");
+  dump.Write("input", mod.ref());
   std::unordered_map<const Object*, Expectation> expectations;  // by GlobalVar
   Map<ObjectRef, ObjectRef> prepared;
+  Array<ObjectRef> plan_records;
   for (const auto& [global_var, base_func] : mod.functions()) {
     std::optional<PrimFunc> func = As<PrimFunc>(base_func);
     std::optional<target::StackLimits> limits =
@@ -258,18 +262,29 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     Expectation& expect = expectations[global_var.get()];
     expect.function = GlobalVarName(global_var);
     expect.plan = PlanAllocationPlacement(*func, expect.function, *limits);
+    for (const AllocationDecision& d : expect.plan.decisions) {
+      plan_records.push_back(ToRecord(expect.function, d));
+    }
     prepared.Set(global_var, Prepare(*func, &expect).ref());
   }
+  dump.Write("plan", plan_records);
+  IRModule prepared_mod = mod.WithFunctions(prepared);
+  dump.Write("prepared", prepared_mod.ref());
   ObjectRef stock_pass = schema::func::StockLowerTVMBuiltin().cast<ObjectRef>();
-  IRModule lowered = ApplyPass(stock_pass, mod.WithFunctions(prepared));
+  IRModule lowered = ApplyPass(stock_pass, prepared_mod);
+  dump.Write("lowered", lowered.ref());
   Map<ObjectRef, ObjectRef> finished;
   for (const auto& [global_var, base_func] : lowered.functions()) {
     auto it = expectations.find(global_var.get());
     finished.Set(global_var,
                  it == expectations.end() ? base_func : Finish(PrimFunc(base_func), it->second));
   }
+  IRModule restored = lowered.WithFunctions(finished);
+  dump.Write("restored", restored.ref());
   // Workspace allocations can now be in helpers that return nothing: let them report failures.
-  return ReturnErrorCodesFromHelpers(lowered.WithFunctions(finished));
+  IRModule out = ReturnErrorCodesFromHelpers(restored);
+  dump.Write("output", out.ref());
+  return out;
 }
 
 }  // namespace

@@ -238,21 +238,6 @@ void ApplyStackBudget(const std::string& function, const StackLimits& limits, Pl
   }
 }
 
-ObjectRef ToRecord(const std::string& function, const AllocationDecision& d) {
-  ffi::ObjectPtr<AllocationDecisionRecordObj> out = ffi::make_object<AllocationDecisionRecordObj>();
-  if (!function.empty()) out->function = String(function);
-  out->name = d.buffer.name();
-  out->kind = Is<AllocBuffer>(d.node) ? "alloc_buffer" : "block_alloc_buffer";
-  out->scope = d.scope;
-  out->dtype = DTypeToString(d.buffer.dtype());
-  out->shape = IntsWhereConstant(d.buffer.shape());
-  if (d.bytes) out->nbytes = *d.bytes;
-  out->placement = PlacementName(d.placement);
-  out->stock_placement = PlacementName(d.stock_placement);
-  out->reason = d.reason;
-  return ObjectRef(out);
-}
-
 /*!
  * \brief `tvm_memplan.analysis.allocation_plan`: the decisions for a PrimFunc or every PrimFunc of
  *        a module (in name order), for `target` or, when it is None, each function's own target.
@@ -294,6 +279,21 @@ Array<ObjectRef> AllocationPlanFFI(Any func_or_mod, Optional<ObjectRef> target) 
 }
 
 }  // namespace
+
+ObjectRef ToRecord(const std::string& function, const AllocationDecision& d) {
+  ffi::ObjectPtr<AllocationDecisionRecordObj> out = ffi::make_object<AllocationDecisionRecordObj>();
+  if (!function.empty()) out->function = String(function);
+  out->name = d.buffer.name();
+  out->kind = Is<AllocBuffer>(d.node) ? "alloc_buffer" : "block_alloc_buffer";
+  out->scope = d.scope;
+  out->dtype = DTypeToString(d.buffer.dtype());
+  out->shape = IntsWhereConstant(d.buffer.shape());
+  if (d.bytes) out->nbytes = *d.bytes;
+  out->placement = PlacementName(d.placement);
+  out->stock_placement = PlacementName(d.stock_placement);
+  out->reason = d.reason;
+  return ObjectRef(out);
+}
 
 const char* PlacementName(Placement placement) {
   switch (placement) {

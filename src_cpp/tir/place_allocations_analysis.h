@@ -113,6 +113,9 @@ class AllocationDecisionRecordObj : public ffi::Object {
                                     AllocationDecisionRecordObj, ffi::Object);
 };
 
+/*! \brief The record of a decision of PrimFunc `function`. */
+ffi::ObjectRef ToRecord(const std::string& function, const AllocationDecision& decision);
+
 struct PlacementPlan {
   std::vector<AllocationDecision> decisions;
   /*! \brief Bytes of the function's stack placements (the budget counts these). */

@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "ir/dump.h"
 #include "ir/pass.h"
 #include "tir/buffer_scope.h"
 #include "tir/place_allocations_analysis.h"
@@ -46,6 +47,9 @@ std::string CarrierScope(const std::string& function, const AllocationDecision& 
 }
 
 IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
+  PassDump dump("TagAllocationPlacement");
+  dump.Write("input", mod.ref());
+  Array<ObjectRef> records;
   Map<ObjectRef, ObjectRef> functions;
   for (const auto& [global_var, base_func] : mod.functions()) {
     std::optional<PrimFunc> func = As<PrimFunc>(base_func);
@@ -58,12 +62,16 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     std::string name = GlobalVarName(global_var);
     std::vector<ScopeChange> changes;
     for (const AllocationDecision& d : PlanAllocationPlacement(*func, name, *limits).decisions) {
+      records.push_back(ToRecord(name, d));
       std::string scope = CarrierScope(name, d);
       if (!scope.empty() && scope != d.buffer.scope()) changes.emplace_back(d.buffer, scope);
     }
     functions.Set(global_var, func->WithBody(ChangeBufferScopes(func->body(), changes)).ref());
   }
-  return mod.WithFunctions(functions);
+  dump.Write("plan", records);
+  IRModule out = mod.WithFunctions(functions);
+  dump.Write("output", out.ref());
+  return out;
 }
 
 }  // namespace
