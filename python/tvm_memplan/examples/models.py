@@ -4,7 +4,7 @@ Each builder returns ``(IRModule, function name)``; the exported function takes 
 input first and the weights after it (``export_tvm``'s layout), so weights are parameters the
 caller owns, as in a deployed model. Besides small blocks (an MLP, one transformer block, an
 LSTM cell) the zoo holds scaled-down versions of the architectures users deploy: a ResNet, a
-MobileNetV2, a DenseNet, a U-Net and a vision transformer.
+MobileNetV2, a MnasNet, a DenseNet, a U-Net and a vision transformer.
 """
 
 from __future__ import annotations
@@ -221,6 +221,64 @@ class MobileNetV2(nn.Module):
         return self.head(_global_average_pool(h))
 
 
+class MBConv(nn.Module):
+    """MnasNet's block: 1x1 expansion, a 3x3 or 5x5 depthwise convolution, an optional
+    squeeze-and-excitation gate, a 1x1 projection, and a residual when the shape is kept."""
+
+    def __init__(self, inputs: int, outputs: int, kernel: int, stride: int, expand: int, se: bool):
+        hidden = inputs * expand
+        self.expand = nn.Conv2D(inputs, hidden, 1) if expand != 1 else None
+        self.depthwise = nn.Conv2D(
+            hidden, hidden, kernel, stride=stride, padding=kernel // 2, groups=hidden
+        )
+        self.squeeze = nn.Conv2D(hidden, max(1, hidden // 4), 1) if se else None
+        self.excite = nn.Conv2D(max(1, hidden // 4), hidden, 1) if se else None
+        self.project = nn.Conv2D(hidden, outputs, 1)
+        self.residual = stride == 1 and inputs == outputs
+
+    def forward(self, x: nn.Tensor):
+        h = nn.relu(self.expand(x)) if self.expand is not None else x
+        h = nn.relu(self.depthwise(h))
+        if self.squeeze is not None:
+            batch, channels, height, width = h.shape
+            pooled = op.sum(h, axis=[2, 3], keepdims=True) * (1.0 / (height * width))
+            h = h * op.sigmoid(self.excite(nn.relu(self.squeeze(pooled))))
+        h = self.project(h)
+        return h + x if self.residual else h
+
+
+class MnasNet(nn.Module):
+    """MnasNet-A1-like at 64x64: a strided stem, a separable block, then MBConv stages with
+    3x3 and 5x5 kernels, some with squeeze-and-excitation."""
+
+    # (output channels, kernel, stride, expansion, squeeze-and-excitation) per block
+    BLOCKS = (
+        (8, 3, 1, 1, False),
+        (12, 3, 2, 6, False),
+        (12, 3, 1, 6, False),
+        (20, 5, 2, 3, True),
+        (20, 5, 1, 3, True),
+        (40, 3, 2, 6, False),
+        (48, 3, 1, 6, True),
+    )
+
+    def __init__(self, classes: int = 10):
+        self.stem = nn.Conv2D(3, 16, 3, stride=2, padding=1)
+        blocks = []
+        inputs = 16
+        for outputs, kernel, stride, expand, se in self.BLOCKS:
+            blocks.append(MBConv(inputs, outputs, kernel, stride, expand, se))
+            inputs = outputs
+        self.blocks = nn.ModuleList(blocks)
+        self.head = nn.Linear(inputs, classes)
+
+    def forward(self, x: nn.Tensor):
+        h = nn.relu(self.stem(x))
+        for block in self.blocks:
+            h = block(h)
+        return self.head(_global_average_pool(h))
+
+
 class DenseBlock(nn.Module):
     """DenseNet's block: every layer sees the concatenation of all earlier feature maps."""
 
@@ -359,6 +417,10 @@ def mobilenet_v2():
     return _export(MobileNetV2(), (1, 3, 64, 64))
 
 
+def mnasnet():
+    return _export(MnasNet(), (1, 3, 64, 64))
+
+
 def densenet():
     return _export(DenseNet(), (1, 3, 32, 32))
 
@@ -379,6 +441,7 @@ ZOO = {
     "lstm_cell": lstm_cell,
     "resnet": resnet,
     "mobilenet_v2": mobilenet_v2,
+    "mnasnet": mnasnet,
     "densenet": densenet,
     "unet": unet,
     "vision_transformer": vision_transformer,
