@@ -13,6 +13,7 @@
 
 #include "ir/node.h"
 #include "ir/rewriter.h"
+#include "ir/tir.h"
 
 namespace tvm_memplan {
 namespace tir {
@@ -105,7 +106,14 @@ ExprFacts ScanExpr(const ObjectRef& expr) {
           return std::nullopt;
         }
         if (IsTypeNode(node) || IsOpNode(node)) return std::nullopt;
-        if (IsLoadNode(node)) facts.reads_memory = true;
+        if (IsLoadNode(node)) {
+          facts.reads_memory = true;
+          ObjectRef buffer = BufferLoad(node).buffer().ref();
+          if (std::none_of(facts.loaded.begin(), facts.loaded.end(),
+                           [&](const ObjectRef& b) { return b.same_as(buffer); })) {
+            facts.loaded.push_back(buffer);
+          }
+        }
         if (IsCallNode(node)) facts.calls = true;
         engine->DefaultVisitExpected(node).value();
         return std::nullopt;

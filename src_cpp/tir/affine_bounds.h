@@ -103,6 +103,8 @@ ObjectRef ToExpr(const Affine& form, DLDataType dtype);
 struct ExprFacts {
   std::vector<ObjectRef> vars;
   bool reads_memory = false;
+  /*! \brief The buffers loaded (their buffer vars, first occurrence first). */
+  std::vector<ObjectRef> loaded;
   bool calls = false;
 
   bool Uses(const Object* var) const {

@@ -871,7 +871,8 @@ class TestWarpMemoryRelaxesThreadIdxXOnly(BaseCompactTest):
 
 
 class TestMatchBufferSourceIsShifted(BaseCompactTest):
-    """A match_buffer over part of an allocation is an access of that part."""
+    """A match_buffer over part of an allocation is an access of that part (a free offset, so
+    the uncompacted program compiles too)."""
 
     @T.prim_func(s_tir=True)
     def before(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
@@ -883,7 +884,9 @@ class TestMatchBufferSourceIsShifted(BaseCompactTest):
                 with T.sblock():
                     T.reads(A[i * 4 : i * 4 + 4, 0:16])
                     T.writes(B[i * 4 : i * 4 + 4, 0:16])
-                    tile = T.match_buffer(B[i * 4 : i * 4 + 4, 0:16], (4, 16), "float32")
+                    tile = T.match_buffer(
+                        B[i * 4 : i * 4 + 4, 0:16], (4, 16), "float32", offset_factor=1
+                    )
                     for ii, j in T.grid(4, 16):
                         tile[ii, j] = A[i * 4 + ii, j] * T.float32(2)
                 for ii, j in T.grid(4, 16):
@@ -899,7 +902,7 @@ class TestMatchBufferSourceIsShifted(BaseCompactTest):
                 with T.sblock():
                     T.reads(A[i * 4 : i * 4 + 4, 0:16])
                     T.writes(B[0:4, 0:16])
-                    tile = T.match_buffer(B[0:4, 0:16], (4, 16), "float32")
+                    tile = T.match_buffer(B[0:4, 0:16], (4, 16), "float32", offset_factor=1)
                     for ii, j in T.grid(4, 16):
                         tile[ii, j] = A[i * 4 + ii, j] * T.float32(2)
                 for ii, j in T.grid(4, 16):
@@ -947,6 +950,80 @@ class TestKeepsBufferBehindAnAccessPointer(BaseCompactTest):
 
     expected = before
     runs_on_cpu = False
+
+
+class TestOpaqueAccessInABlockFollowsItsAnnotation(BaseCompactTest):
+    """`B.data` inside a block whose T.reads name `B[io*8 : io*8+8, :]`: TensorIR promises the
+    call touches only that region, so B compacts to the tile (as the stock pass does)."""
+
+    @T.prim_func(s_tir=True)
+    def before(A: T.Buffer((32, 16), "float32"), C: T.Buffer((32, 16), "float32")):
+        for io in range(4):
+            with T.sblock():
+                B = T.sblock_alloc_buffer((32, 16), "float32")
+                for ii, j in T.grid(8, 16):
+                    with T.sblock():
+                        T.reads(A[io * 8 + ii, j])
+                        T.writes(B[io * 8 + ii, j])
+                        B[io * 8 + ii, j] = A[io * 8 + ii, j]
+                with T.sblock():
+                    T.reads(B[io * 8 : io * 8 + 8, 0:16])
+                    T.writes(C[io * 8 : io * 8 + 8, 0:16])
+                    T.evaluate(T.call_extern("int32", "consume", B.data, C.data))
+
+    @T.prim_func(s_tir=True)
+    def expected(A: T.Buffer((32, 16), "float32"), C: T.Buffer((32, 16), "float32")):
+        for io in range(4):
+            with T.sblock():
+                T.reads(A[io * 8 : io * 8 + 8, 0:16])
+                T.writes(C[io * 8 : io * 8 + 8, 0:16])
+                B = T.sblock_alloc_buffer((8, 16), "float32")
+                for ii, j in T.grid(8, 16):
+                    with T.sblock():
+                        T.reads(A[io * 8 + ii, j])
+                        T.writes(B[ii, j])
+                        B[ii, j] = A[io * 8 + ii, j]
+                with T.sblock():
+                    T.reads(B[0:8, 0:16])
+                    T.writes(C[io * 8 : io * 8 + 8, 0:16])
+                    T.evaluate(T.call_extern("int32", "consume", B.data, C.data))
+
+    runs_on_cpu = False  # the extern does not exist
+    # Lowering drops the T.reads this relies on; the lowered form keeps B whole (next test).
+    test_lowering_commutes = None
+
+
+class TestOpaqueAccessAfterLoweringKeepsTheBuffer(BaseCompactTest):
+    """The same call once blocks are lowered: nothing bounds what it touches."""
+
+    before = tvm.s_tir.transform.LowerOpaqueBlock()(
+        _module(TestOpaqueAccessInABlockFollowsItsAnnotation.before)
+    )["main"]
+    expected = before
+    runs_on_cpu = False
+
+
+class TestOpaqueAccessOutsideItsBlocksAnnotationKeepsTheBuffer(BaseCompactTest):
+    """A block that annotates other buffers only says nothing about B: B stays whole."""
+
+    @T.prim_func(s_tir=True)
+    def before(A: T.Buffer((32, 16), "float32"), C: T.Buffer((32, 16), "float32")):
+        for io in range(4):
+            with T.sblock():
+                B = T.sblock_alloc_buffer((32, 16), "float32")
+                for ii, j in T.grid(8, 16):
+                    with T.sblock():
+                        T.reads(A[io * 8 + ii, j])
+                        T.writes(B[io * 8 + ii, j])
+                        B[io * 8 + ii, j] = A[io * 8 + ii, j]
+                with T.sblock():
+                    T.reads()
+                    T.writes(C[io * 8 : io * 8 + 8, 0:16])
+                    T.evaluate(T.call_extern("int32", "consume", B.data, C.data))
+
+    expected = before
+    runs_on_cpu = False
+    test_lowering_commutes = None  # as above: lowering drops the annotations
 
 
 # ---- 6. annotations ---------------------------------------------------------------------------
@@ -1155,6 +1232,85 @@ class TestDataDependentIndexKeepsTheExtent(BaseCompactTest):
             A[k, j] = B[Idx[k], j]
 
     runs_on_cpu = False  # random I[k] would index out of bounds
+
+
+def _gather_args(func, seed=0):
+    """Random inputs whose `Idx` values keep `Idx[i] + 3` inside the 64-element source."""
+    args = testing.random_args(func, seed)
+    args[1] = np.random.default_rng(seed).integers(0, 61, size=4).astype("int32")
+    return args
+
+
+class TestIndexThatReadsUnchangedDataCompacts(BaseCompactTest):
+    """`L[Idx[i] + k]` with Idx never written while L lives: L is the 4-element window at
+    Idx[i] (strict clamps the offset at 0, written `max(0, x)` like the stock pass)."""
+
+    @T.prim_func
+    def before(
+        A: T.Buffer((64,), "float32"), Idx: T.Buffer((4,), "int32"), C: T.Buffer((16,), "float32")
+    ):
+        for i in range(4):
+            L = T.alloc_buffer((64,), "float32")
+            for k in range(4):
+                L[Idx[i] + k] = A[Idx[i] + k]
+            for k in range(4):
+                C[i * 4 + k] = L[Idx[i] + k] * T.float32(2)
+
+    @T.prim_func
+    def expected(
+        A: T.Buffer((64,), "float32"), Idx: T.Buffer((4,), "int32"), C: T.Buffer((16,), "float32")
+    ):
+        for i in range(4):
+            L = T.alloc_buffer((4,), "float32")
+            for k in range(4):
+                L[Idx[i] + k - T.max(0, Idx[i])] = A[Idx[i] + k]
+            for k in range(4):
+                C[i * 4 + k] = L[Idx[i] + k - T.max(0, Idx[i])] * T.float32(2)
+
+    runs_on_cpu = False  # random Idx would index out of bounds: in-range inputs below
+
+    def test_same_results_for_in_range_indices(self):
+        after = self.compact(self.before)
+        for seed in range(3):
+            args = _gather_args(self.before, seed)
+            want = testing.run_prim_func(self.before, args)
+            got = testing.run_prim_func(after, args)
+            np.testing.assert_array_equal(got[2], want[2])
+
+
+class TestIndexThatReadsDataWrittenInScopeKeepsTheBuffer(BaseCompactTest):
+    """Idx changes while L lives: an offset computed from Idx[i] would move under L."""
+
+    @T.prim_func
+    def before(
+        A: T.Buffer((64,), "float32"), Idx: T.Buffer((4,), "int32"), C: T.Buffer((16,), "float32")
+    ):
+        for i in range(4):
+            L = T.alloc_buffer((64,), "float32")
+            for k in range(4):
+                L[Idx[i] + k] = A[Idx[i] + k]
+            Idx[i] = Idx[i] + 1
+            for k in range(4):
+                C[i * 4 + k] = L[Idx[i] + k - 1]
+
+    expected = before
+    runs_on_cpu = False
+    larger_than_stock = "the stock pass compacts L and reads the wrong elements (below)"
+
+    def test_reason_names_the_written_buffer(self):
+        (region,) = compacted_regions(self.before)
+        assert region.reason == "its index reads `Idx`, which is written while it is allocated"
+
+    def test_stock_pass_miscompiles_it(self):
+        """Why we refuse: the stock offset `max(0, Idx[i] - 1)` moves when Idx[i] does."""
+        stock = _apply(tvm.s_tir.transform.CompactBufferAllocation(), self.before)
+        args = _gather_args(self.before)
+        args[1] += 1  # Idx[i] - 1 stays inside A
+        want = testing.run_prim_func(self.before, args)[2]
+        assert not np.array_equal(testing.run_prim_func(stock, args)[2], want)
+        np.testing.assert_array_equal(
+            testing.run_prim_func(self.compact(self.before), args)[2], want
+        )
 
 
 class TestLoopDependentExtentTakesTheTightestConstantBound(BaseCompactTest):

@@ -11,7 +11,10 @@ import numpy as np
 import tvm
 import tvm_ffi
 
-from .. import _lib  # noqa: F401  (the library must be loaded before its functions are bound)
+from .. import (
+    _lib,  # noqa: F401  (the library must be loaded before its functions are bound)
+    pipeline,
+)
 from ..instrument import capture
 
 tvm_ffi.init_ffi_api("tvm_memplan.testing", __name__)
@@ -45,9 +48,29 @@ def random_args(func: tvm.tirx.PrimFunc, seed: int = 0) -> list[np.ndarray]:
     return args
 
 
+# The reference build compacts nothing: the stock CompactBufferAllocation in tvm.compile's
+# pipeline would otherwise rewrite both sides of a comparison, and it miscompiles some programs
+# (tests/tir/test_compact_buffer_allocation.py, TestIndexThatReadsDataWrittenInScope...).
+_NO_COMPACTION = (
+    pipeline.Substitution(
+        tvm.s_tir.transform,
+        "CompactBufferAllocation",
+        lambda stock, is_strict=True: tvm.transform.Sequential([], name="NoCompaction"),
+    ),
+)
+
+
 def run_prim_func(func: tvm.tirx.PrimFunc, args: list[np.ndarray], target: str = "llvm"):
-    """Compile `func` alone and run it on copies of `args`; returns the arrays after the call."""
-    lib = tvm.compile(tvm.IRModule({"main": _named(func)}), target=target)
+    """Compile `func` alone, by TVM's pipeline without its buffer compaction (so the result is
+    that of `func` as given), and run it on copies of `args`; returns the arrays after the
+    call."""
+    with pipeline._substituted(_NO_COMPACTION) as used:
+        lib = tvm.compile(
+            tvm.IRModule({"main": _named(func)}),
+            target=target,
+            tir_pipeline=pipeline.STOCK_PIPELINE,
+        )
+    pipeline._check_used(_NO_COMPACTION, used, "reference TIR pipeline")
     tensors = [tvm.runtime.tensor(a.copy()) for a in args]
     lib["main"](*tensors)
     return [t.numpy() for t in tensors]
