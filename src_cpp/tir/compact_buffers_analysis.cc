@@ -224,18 +224,20 @@ class RegionCollector : public ScopedVisitor {
     AccessPoint(store.buffer(), store.indices());
   }
 
-  /*! \brief Log a buffer that may be written here (a store, an opaque use, a view's source). */
-  void Written(const ObjectRef& buffer) {
-    const Object* var = buffer.get();
-    for (auto it = view_base_.find(var); it != view_base_.end(); it = view_base_.find(var)) {
-      var = it->second;
+  /*! \brief Log a buffer that may be written here (a store, an opaque use, a call argument). */
+  void Written(const ObjectRef& buffer) { written_.push_back(AliasRoot(buffer.get())); }
+
+  /*! \brief The buffer whose memory `buffer` names, through views and matched buffers. */
+  const Object* AliasRoot(const Object* buffer) const {
+    for (auto it = alias_of_.find(buffer); it != alias_of_.end(); it = alias_of_.find(buffer)) {
+      buffer = it->second;
     }
-    written_.push_back(var);
+    return buffer;
   }
 
   void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& /*block*/) override {
     BufferRegion source = match.source();
-    Written(source.buffer().ref());  // through the matched buffer
+    alias_of_[match.buffer().get()] = source.buffer().get();
     Tracked* t = Find(source.buffer());
     if (!t) return;
     RequireVisibleOffsetHere(t);
@@ -363,7 +365,7 @@ class RegionCollector : public ScopedVisitor {
   void DeclareView(const AllocationSite& site) {
     std::optional<Buffer> base = DeclBuffer(site.node).viewed_buffer();
     if (!base) return;
-    view_base_[site.buffer.get()] = base->get();
+    alias_of_[site.buffer.get()] = base->get();
     Tracked* t = Find(*base);
     if (!t) return;
     const Buffer& view = site.buffer;
@@ -966,7 +968,7 @@ class RegionCollector : public ScopedVisitor {
     if (!t->give_up.empty()) return unchanged(t->give_up);
     for (size_t w = t->writes_begin; w < written_.size(); ++w) {
       for (const ObjectRef& loaded : t->index_loads) {
-        if (written_[w] == loaded.get()) {
+        if (written_[w] == AliasRoot(loaded.get())) {
           return unchanged("its index reads `" + Var(loaded).name() +
                            "`, which is written while it is allocated");
         }
@@ -1173,10 +1175,10 @@ class RegionCollector : public ScopedVisitor {
   Substitution subst_;
   std::unordered_set<const Object*> function_vars_;
   std::vector<BlockFrame> blocks_;
-  /*! \brief Buffers written (or possibly written) so far, in visit order; views resolved. */
+  /*! \brief Buffers written (or possibly written) so far, in visit order, as alias roots. */
   std::vector<const Object*> written_;
-  /*! \brief decl_buffer view -> the buffer whose data it views. */
-  std::unordered_map<const Object*, const Object*> view_base_;
+  /*! \brief decl_buffer view or matched buffer -> the buffer whose memory it names. */
+  std::unordered_map<const Object*, const Object*> alias_of_;
   std::unordered_map<const Object*, ConditionInfo> conditions_;
   /*! \brief Flat views (buffer vars) of tracked allocations. */
   std::unordered_set<const Object*> flat_views_;

@@ -1313,6 +1313,31 @@ class TestIndexThatReadsDataWrittenInScopeKeepsTheBuffer(BaseCompactTest):
         )
 
 
+class TestIndexThatReadsAViewOfWrittenDataKeepsTheBuffer(BaseCompactTest):
+    """The index reads Idx through a view, the scope writes Idx itself: the same memory."""
+
+    @T.prim_func
+    def before(
+        A: T.Buffer((64,), "float32"), Idx: T.Buffer((4,), "int32"), C: T.Buffer((16,), "float32")
+    ):
+        IdxView = T.decl_buffer((4,), "int32", data=Idx.data)
+        for i in range(4):
+            L = T.alloc_buffer((64,), "float32")
+            for k in range(4):
+                L[IdxView[i] + k] = A[IdxView[i] + k]
+            Idx[i] = Idx[i] + 1
+            for k in range(4):
+                C[i * 4 + k] = L[IdxView[i] + k - 1]
+
+    expected = before
+    runs_on_cpu = False
+    larger_than_stock = "the stock pass compacts L as in the test above"
+
+    def test_reason_names_the_view(self):
+        (region,) = compacted_regions(self.before)
+        assert region.reason == "its index reads `IdxView`, which is written while it is allocated"
+
+
 class TestLoopDependentExtentTakesTheTightestConstantBound(BaseCompactTest):
     """Tail tiles `range(min(4, 14 - io * 4))`: 4 elements (the stock pass keeps 14)."""
 
