@@ -145,9 +145,12 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
   } else if (type::Bind.IsInstance(t)) {
     Bind bind(node);
     Visit(bind.value());
-    BindLater(bind.var().ref(), bind.value(), ObjectRef());
-    if (loops_.empty() && conditions_.empty() && block_bindings_.empty()) {
-      top_level_binds_.push_back(pending_binds_.back());
+    // The analyzer knows scalars only; a handle (`T.let[T.handle] = f()`) is not one.
+    if (IsPrimExpr(bind.value())) {
+      BindLater(bind.var().ref(), bind.value(), ObjectRef());
+      if (loops_.empty() && conditions_.empty() && block_bindings_.empty()) {
+        top_level_binds_.push_back(pending_binds_.back());
+      }
     }
     OnBind(bind);
   } else if (type::BufferStore.IsInstance(t)) {

@@ -1447,6 +1447,33 @@ class TestNonStrictCoversEveryAccess(BaseCompactTest):
 # ---- 9. never crash ---------------------------------------------------------------------------
 
 
+class TestHandleLetBeforeANonAffineIndex(BaseCompactTest):
+    """A `T.let` of a handle is not told to the arithmetic analyzer (it knows scalars only);
+    the non-affine index after it, which needs the analyzer, still compacts B to 8."""
+
+    @T.prim_func
+    def before(A: T.Buffer((64,), "float32")):
+        p: T.let[T.handle] = T.call_extern("get", dtype="handle")
+        B = T.alloc_buffer((64,), "float32")
+        for i in range(16):
+            B[i // 2] = A[i]
+        T.evaluate(T.call_extern("int32", "use", p))
+        for i in range(16):
+            A[i] = B[i // 2]
+
+    @T.prim_func
+    def expected(A: T.Buffer((64,), "float32")):
+        p: T.let[T.handle] = T.call_extern("get", dtype="handle")
+        B = T.alloc_buffer((8,), "float32")
+        for i in range(16):
+            B[i // 2] = A[i]
+        T.evaluate(T.call_extern("int32", "use", p))
+        for i in range(16):
+            A[i] = B[i // 2]
+
+    runs_on_cpu = False  # the externs do not exist
+
+
 class TestKeepsABufferWithAColumnMajorLayout(BaseCompactTest):
     """A layout other than row-major is not rebuilt for a new shape: the buffer stays."""
 
