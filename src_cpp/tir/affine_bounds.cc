@@ -288,6 +288,13 @@ int64_t FloorDivInt(int64_t a, int64_t b) {
 }
 int64_t CeilDivInt(int64_t a, int64_t b) { return -FloorDivInt(-a, b); }
 
+bool AddScaledRange(int64_t coeff, int64_t lo, int64_t hi, int64_t* min, int64_t* max) {
+  int64_t a, b;
+  return !__builtin_mul_overflow(coeff, lo, &a) && !__builtin_mul_overflow(coeff, hi, &b) &&
+         !__builtin_add_overflow(*min, std::min(a, b), min) &&
+         !__builtin_add_overflow(*max, std::max(a, b), max);
+}
+
 namespace {
 
 /*! \brief The conjuncts of `cond` (negated when `negated`): a && b, !(a || b), likely(a). */

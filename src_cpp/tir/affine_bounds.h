@@ -143,6 +143,12 @@ int64_t ConstDifferenceBound(const BoundTerms& hi, const BoundTerms& lo);
 int64_t FloorDivInt(int64_t a, int64_t b);
 int64_t CeilDivInt(int64_t a, int64_t b);
 
+/*!
+ * \brief `coeff * v` for v in [lo, hi], added to [*min, *max]; false on overflow (then the
+ *        outputs are unspecified).
+ */
+bool AddScaledRange(int64_t coeff, int64_t lo, int64_t hi, int64_t* min, int64_t* max);
+
 /*! \brief One conjunct of a condition. */
 struct Atom {
   ObjectRef expr;
