@@ -262,8 +262,10 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     Expectation& expect = expectations[global_var.get()];
     expect.function = GlobalVarName(global_var);
     expect.plan = PlanAllocationPlacement(*func, expect.function, *limits);
-    for (const AllocationDecision& d : expect.plan.decisions) {
-      plan_records.push_back(ToRecord(expect.function, d));
+    if (dump.enabled()) {
+      for (const AllocationDecision& d : expect.plan.decisions) {
+        plan_records.push_back(ToRecord(expect.function, d));
+      }
     }
     prepared.Set(global_var, Prepare(*func, &expect).ref());
   }
