@@ -30,8 +30,6 @@ class PlanCase:
     seeds: tuple = (0,)
     #: Values of the symbolic shape variables to run with, one dict per run.
     shape_vars: tuple = ({},)
-    #: Why the case cannot run here (None: it runs).
-    not_run: str | None = None
 
     def after(self):
         return StaticPlanBlockMemory(**self.options)(self.before)
@@ -43,8 +41,6 @@ class PlanCase:
         tvm.ir.assert_structural_equal(after, expected)
 
     def test_results(self):
-        if self.not_run:
-            pytest.skip(self.not_run)
         after = self.after()
         vms = (relax_vm(self.before, planner="none"), relax_vm(after, planner="none"))
         for seed in self.seeds:
