@@ -120,6 +120,8 @@ bool IsLoadNode(const ObjectRef& node);
 
 /*! \brief TVM's printed form of any value, for messages and debugging. */
 std::string ToString(const AnyView& value);
+/*! \brief `name` in backquotes, as reasons and messages name IR objects. */
+inline std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 
 /*! \brief "float32", "int8x4", ... */
 std::string DTypeToString(DLDataType dtype);

@@ -8,6 +8,7 @@
 #include <tvm/ffi/extra/structural_equal.h>
 
 #include "ir/analyzer.h"
+#include "ir/tir.h"
 
 namespace tvm_memplan {
 namespace ir {
@@ -69,6 +70,13 @@ std::optional<std::vector<int64_t>> TensorType::static_shape() const {
     dims.push_back(*value);
   }
   return dims;
+}
+
+std::optional<int64_t> TensorType::static_bytes() const {
+  std::optional<Array<ObjectRef>> extents = shape();
+  std::optional<DLDataType> type = dtype();
+  if (!extents || !type || !static_shape()) return std::nullopt;
+  return AllocatedBytes(*extents, {}, *type);
 }
 
 ObjectRef TypeOf(const ObjectRef& expr) { return field::Expr_ty.Get<ObjectRef>(expr); }

@@ -110,6 +110,8 @@ class TensorType : public NodeView {
   std::optional<Array<ObjectRef>> shape() const;
   /*! \brief The shape as integers when every extent is a constant. */
   std::optional<std::vector<int64_t>> static_shape() const;
+  /*! \brief Its bytes (ir::AllocatedBytes) when shape and dtype are static. */
+  std::optional<int64_t> static_bytes() const;
 };
 
 /*! \brief ir.TupleType: the type of a tuple value. */

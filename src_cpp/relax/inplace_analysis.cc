@@ -20,21 +20,15 @@ namespace tvm_memplan {
 namespace relax {
 
 using namespace ir;
-using ir::relax::Binding;
 using ir::relax::Function;
-using ir::relax::InplaceIndices;
-using ir::relax::IsConstant;
 using ir::relax::IsVar;
 using ir::relax::OpAttr;
 using ir::relax::SameShapeAndDType;
 using ir::relax::TensorType;
 using ir::relax::Tuple;
-using ir::relax::TupleGetItem;
 using ir::relax::TypeOf;
 
 namespace {
-
-std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 
 /*! \brief TVM's name of an op_pattern (OpPatternKind in relax/op_attr_types.h), for messages. */
 std::string PatternName(int64_t pattern) {
@@ -111,7 +105,7 @@ class Analysis {
         std::optional<Call> call = As<Call>(step.expr);
         if (!call) {
           flow_.Define(var.ref(), flow_.StepValue(index, nullptr));
-          plan_steps_.push_back(PlanNonCall(step));
+          plan_steps_.push_back(ModelNonCallBinding(step, step.block));
           return;
         }
         MemoryEffect effect = effects_.Classify(*call);
@@ -317,19 +311,6 @@ class Analysis {
     plan.kind = kind;
     plan.block = step.block;
     plan.var = var;
-    return plan;
-  }
-
-  /*! \brief A binding whose value is not a call, as StaticPlanBlockMemory sees it. */
-  PlanStep PlanNonCall(const Step& step) const {
-    PlanStep plan = MakePlanStep(PlanStep::Kind::kAlias, step, step.binding->var().get());
-    if (IsVar(step.expr) || IsConstant(step.expr) || Is<Tuple>(step.expr) ||
-        Is<TupleGetItem>(step.expr)) {
-      plan.value = step.expr;
-    } else {
-      plan.kind = PlanStep::Kind::kOpaque;
-      plan.reads = step.uses;
-    }
     return plan;
   }
 

@@ -47,15 +47,11 @@
 #include <utility>
 #include <vector>
 
+#include "relax/memory_plan_model.h"
 #include "relax/op_legalization.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-inline constexpr const char* kStockPlanner = "stock";
-inline constexpr const char* kMemplanPlanner = "memplan";
-/*! \brief The alignment tvm-memplan's planner packs with by default. */
-inline constexpr int64_t kPlanAlignment = 64;
 
 /*!
  * \brief Options of the in-place analysis and rewrite, reflected as

@@ -19,8 +19,6 @@ using namespace ir;
 
 namespace {
 
-std::string Quoted(const std::string& name) { return "`" + name + "`"; }
-
 /*!
  * \brief Whether `input` can stand for `output`: the same type, or default row-major layouts of
  *        provably equal shapes (`n + n` and `n * 2`) and otherwise the same type.

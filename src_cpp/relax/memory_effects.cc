@@ -12,7 +12,6 @@ namespace relax {
 using namespace ir;
 using ir::relax::Function;
 using ir::relax::InplaceIndices;
-using ir::relax::IsExternFunc;
 using ir::relax::IsGlobalVar;
 using ir::relax::OpAttr;
 
@@ -36,8 +35,6 @@ MemoryEffect Opaque(bool escapes, std::string what) {
   effect.escapes = escapes;
   return effect;
 }
-
-std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 
 }  // namespace
 

@@ -29,21 +29,15 @@ namespace relax {
 using namespace ir;
 using ir::relax::Binding;
 using ir::relax::Function;
-using ir::relax::IsConstant;
 using ir::relax::IsExternFunc;
 using ir::relax::IsGlobalVar;
 using ir::relax::IsVar;
 using ir::relax::TensorType;
-using ir::relax::Tuple;
-using ir::relax::TupleGetItem;
 using ir::relax::TypeOf;
 
 namespace {
 
-constexpr int64_t kRuntimeAlignment = 64;  // kAllocAlignment of the TVM runtime
 constexpr const char* kGlobalScope = ir::scope::kGlobal;
-
-std::string Quoted(const std::string& name) { return "`" + name + "`"; }
 
 std::string Bytes(int64_t bytes) { return std::to_string(bytes) + " B"; }
 
@@ -147,11 +141,8 @@ StockFunctionPlan ReadStockPlan(const Function& func) {
       }
     } else if (op == schema::op::BuiltinAllocTensor) {
       std::optional<TensorType> type = As<TensorType>(TypeOf(call->ref()));
-      std::optional<std::vector<int64_t>> shape = type ? type->static_shape() : std::nullopt;
-      if (shape && type->dtype()) {
-        int64_t bytes = DTypeBytes(*type->dtype());
-        for (int64_t extent : *shape) bytes *= extent;
-        plan.bytes += bytes;
+      if (std::optional<int64_t> bytes = type ? type->static_bytes() : std::nullopt) {
+        plan.bytes += *bytes;
       } else {
         ++plan.symbolic;
       }
@@ -208,7 +199,7 @@ class PlanAnalysis {
         std::optional<Call> call = As<Call>(step.expr);
         if (!call) {
           flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
-          ModelNonCall(step, &model);
+          model = ModelNonCallBinding(step, model.block);
           break;
         }
         MemoryEffect effect = effects_.Classify(*call);
@@ -258,18 +249,6 @@ class PlanAnalysis {
   }
 
   // The function as the stock planner sees it (relax/memory_plan_model.h).
-  void ModelNonCall(const Step& step, PlanStep* model) const {
-    model->kind = PlanStep::Kind::kAlias;
-    if (step.binding->is_match_cast()) return;  // the stock planner gives it no storage
-    if (IsVar(step.expr) || IsConstant(step.expr) || Is<Tuple>(step.expr) ||
-        Is<TupleGetItem>(step.expr)) {
-      model->value = step.expr;
-    } else if (Is<Function>(step.expr)) {
-      model->kind = PlanStep::Kind::kOpaque;
-      model->reads = step.uses;
-    }
-  }
-
   void ModelCall(const Step& step, const Call& call, const MemoryEffect& effect,
                  PlanStep* model) const {
     model->reads = step.uses;
@@ -506,10 +485,7 @@ class PlanAnalysis {
       ffi::ObjectPtr<PlannedTensorObj> t = ffi::make_object<PlannedTensorObj>();
       t->binding = a.binding.var().name();
       t->op = a.op;
-      for (const ObjectRef& extent : a.shape) {
-        std::optional<int64_t> value = AsConstInt(extent);
-        t->shape.push_back(value ? Any(*value) : Any(extent));
-      }
+      t->shape = IntsWhereConstant(a.shape);
       t->dtype = a.known_type ? String(DTypeToString(a.dtype)) : String("");
       t->bytes = a.bytes;
       t->device = a.device;
@@ -580,11 +556,11 @@ class PlanAnalysis {
     std::string ours = Bytes(r.planned_bytes);
     std::string theirs = r.stock_bytes < 0 ? std::string("unknown") : Bytes(r.stock_bytes);
     if (!device_refusal.empty()) {
-      r.planner = "stock";
+      r.planner = kStockPlanner;
       r.reason = device_refusal;
       return;
     }
-    r.planner = "memplan";
+    r.planner = kMemplanPlanner;
     if (!options_.fall_back_to_stock) {
       r.reason = "fall_back_to_stock=False: " + ours + ", the stock planner " + theirs;
       return;
@@ -593,7 +569,7 @@ class PlanAnalysis {
         stock && (stock->bytes < r.planned_bytes ||
                   (stock->bytes == r.planned_bytes && stock->symbolic < r.symbolic_allocations));
     if (stock_smaller && stock->well_formed) {
-      r.planner = "stock";
+      r.planner = kStockPlanner;
       r.reason = "the stock planner allocates less: " + theirs + " against " + ours;
       return;
     }
@@ -654,7 +630,7 @@ void MemoryPlanOptionsObj::RegisterReflection() {
       .def_ro("alignment", &MemoryPlanOptionsObj::alignment,
               "Every offset is a multiple of this many bytes (a multiple of 64, the TVM runtime's "
               "allocation alignment).",
-              refl::DefaultValue(int64_t{64}))
+              refl::DefaultValue(kPlanAlignment))
       .def_ro("fall_back_to_stock", &MemoryPlanOptionsObj::fall_back_to_stock,
               "Plan a function as TVM's StaticPlanBlockMemory does when that takes fewer bytes.",
               refl::DefaultValue(true));

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "ir/relax.h"
+#include "relax/memory_plan_model.h"
 #include "target/planning_devices.h"
 
 namespace tvm_memplan {
@@ -55,7 +56,7 @@ namespace relax {
 class MemoryPlanOptionsObj : public ffi::Object {
  public:
   /*! \brief Every offset is a multiple of this (a multiple of the runtime's 64-byte alignment). */
-  int64_t alignment = 64;
+  int64_t alignment = kPlanAlignment;
   /*! \brief Plan a function as the stock planner does when that takes fewer bytes. */
   bool fall_back_to_stock = true;
 

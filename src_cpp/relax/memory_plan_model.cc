@@ -15,11 +15,28 @@
 #include <unordered_map>
 
 #include "relax/offset_packing.h"
+#include "relax/program_points.h"
 
 namespace tvm_memplan {
 namespace relax {
 
 using namespace ir;
+
+PlanStep ModelNonCallBinding(const Step& step, int block) {
+  PlanStep model;
+  model.kind = PlanStep::Kind::kAlias;
+  model.block = block;
+  model.var = step.binding->var().get();
+  if (step.binding->is_match_cast()) return model;
+  if (ir::relax::IsVar(step.expr) || ir::relax::IsConstant(step.expr) ||
+      Is<ir::relax::Tuple>(step.expr) || Is<ir::relax::TupleGetItem>(step.expr)) {
+    model.value = step.expr;
+  } else if (Is<ir::relax::Function>(step.expr)) {
+    model.kind = PlanStep::Kind::kOpaque;
+    model.reads = step.uses;
+  }
+  return model;
+}
 
 namespace {
 
@@ -113,14 +130,12 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
     }
     std::optional<ir::relax::TensorType> tensor = As<ir::relax::TensorType>(type);
     if (!tensor) return true;  // not a tensor: nothing allocated
-    std::optional<std::vector<int64_t>> shape = tensor->static_shape();
-    std::optional<DLDataType> dtype = tensor->dtype();
-    if (!shape || !dtype) return false;
-    int64_t bytes = DTypeBytes(*dtype);
-    for (int64_t extent : *shape) bytes *= extent;
-    PoolKey key{step.scope, dtype->code, dtype->bits, dtype->lanes};
+    std::optional<int64_t> bytes = tensor->static_bytes();
+    if (!bytes) return false;
+    DLDataType dtype = *tensor->dtype();
+    PoolKey key{step.scope, dtype.code, dtype.bits, dtype.lanes};
     int pool = pools.emplace(key, static_cast<int>(pools.size())).first->second;
-    tokens_.push_back(Token{bytes, pool, step.block, static_cast<int>(events_.size())});
+    tokens_.push_back(Token{*bytes, pool, step.block, static_cast<int>(events_.size())});
     tree->token = static_cast<int>(tokens_.size() - 1);
     return true;
   };

@@ -40,6 +40,14 @@
 namespace tvm_memplan {
 namespace relax {
 
+/*! \brief The planners, as options and records name them. */
+inline constexpr const char* kStockPlanner = "stock";
+inline constexpr const char* kMemplanPlanner = "memplan";
+/*! \brief kAllocAlignment of the TVM runtime: offsets below it make ensure_zero_offset copy. */
+inline constexpr int64_t kRuntimeAlignment = 64;
+/*! \brief The alignment tvm-memplan's planner packs with by default. */
+inline constexpr int64_t kPlanAlignment = kRuntimeAlignment;
+
 /*! \brief One binding (or one read of a value) as the planner sees it after lowering. */
 struct PlanStep {
   enum class Kind {
@@ -81,6 +89,16 @@ struct PlanStep {
   /*! \brief kOpaque: the callee may keep what it reads. */
   bool escapes = false;
 };
+
+struct Step;  // relax/program_points.h
+
+/*!
+ * \brief A binding of `step` whose value is not a call, as StaticPlanBlockMemory sees it in
+ *        binding block `block`: a var, constant, tuple or tuple item shares its storage; a
+ *        `match_cast` var gets none (the stock planner maps plain bindings only); a function
+ *        is opaque, so what it captures is not planned; shapes and prim values hold no tensor.
+ */
+PlanStep ModelNonCallBinding(const Step& step, int block);
 
 class MemoryPlanModel {
  public:

@@ -22,7 +22,6 @@ using ir::relax::BindingBlock;
 using ir::relax::Function;
 using ir::relax::If;
 using ir::relax::SeqExpr;
-using ir::relax::TypeOf;
 
 namespace {
 

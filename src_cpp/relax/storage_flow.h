@@ -109,7 +109,6 @@ class StorageFlow {
 
   const Value* Find(const Object* var) const;
   const Root& root(RootId id) const { return roots_[id]; }
-  size_t num_roots() const { return roots_.size(); }
   bool OnlyConstants(const RootSet& roots) const;
 
  private:

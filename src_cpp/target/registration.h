@@ -8,7 +8,7 @@
  *
  * \code
  *   SetTargetKindAttr("llvm", "max_stack_alloca", int64_t{1024});
- *  *   // TVM's own lookup now sees it: tvm.target.Target("llvm").get_kind_attr("max_stack_alloca")
+ *   // TVM's own lookup now sees it: tvm.target.Target("llvm").get_kind_attr("max_stack_alloca")
  * \endcode
  *
  * Nothing here touches TVM's private memory layouts.
@@ -16,7 +16,6 @@
 #ifndef TVM_MEMPLAN_TARGET_REGISTRATION_H_
 #define TVM_MEMPLAN_TARGET_REGISTRATION_H_
 
-#include <functional>
 #include <string>
 
 #include "ir/reflection.h"

@@ -104,8 +104,6 @@ bool WantsUnlowered(const AllocationSite& site, const std::string& scope) {
   return true;
 }
 
-std::string Quoted(const std::string& name) { return "`" + name + "`"; }
-
 /*! \brief Decides one allocation (rules 1-4 of the header); the budget comes after. */
 class Decider {
  public:
