@@ -104,14 +104,6 @@ int64_t DTypeBytes(DLDataType dtype) {
   return (bits + 7) / 8;
 }
 
-}  // namespace ir
-}  // namespace tvm_memplan
-
-namespace tvm_memplan {
-namespace ir {
-
-using namespace schema;
-
 std::optional<BinaryExpr> AsBinary(const ObjectRef& expr) {
   using Kind = BinaryExpr::Kind;
   struct Entry {
@@ -168,10 +160,10 @@ std::string StringValue(const ObjectRef& expr, const char* context) {
   return std::string(field::StringImm_value.Get<String>(expr));
 }
 
-bool IsVarNode(const ObjectRef& node) { return type::Var.IsInstance(node); }
+bool IsVar(const ObjectRef& node) { return type::Var.IsInstance(node); }
 bool IsTypeNode(const ObjectRef& node) { return type::Type.IsInstance(node); }
 bool IsOpNode(const ObjectRef& node) { return type::Op.IsInstance(node); }
-bool IsGlobalVarNode(const ObjectRef& node) { return type::GlobalVar.IsInstance(node); }
+bool IsGlobalVar(const ObjectRef& node) { return type::GlobalVar.IsInstance(node); }
 bool IsCallNode(const ObjectRef& node) { return type::Call.IsInstance(node); }
 bool IsIntImmNode(const ObjectRef& node) { return type::IntImm.IsInstance(node); }
 bool IsLoadNode(const ObjectRef& node) { return type::TensorLoad.IsInstance(node); }

@@ -107,12 +107,13 @@ ObjectRef ExprType(const ObjectRef& expr);
 /*! \brief The value of an ir.StringImm (a ValueError naming `context` for anything else). */
 std::string StringValue(const ObjectRef& expr, const char* context);
 
-/*! \brief What a node is, for walks that only need to tell kinds apart. */
-bool IsVarNode(const ObjectRef& node);
+/*! \brief What a node is, for walks that only need to tell kinds apart (TIR and Relax share
+ *         ir.Var and ir.GlobalVar). */
+bool IsVar(const ObjectRef& node);
 /*! \brief A type (walks do not enter types: they hold no uses). */
 bool IsTypeNode(const ObjectRef& node);
 bool IsOpNode(const ObjectRef& node);
-bool IsGlobalVarNode(const ObjectRef& node);
+bool IsGlobalVar(const ObjectRef& node);
 bool IsCallNode(const ObjectRef& node);
 bool IsIntImmNode(const ObjectRef& node);
 /*! \brief A read of memory (ir.TensorLoad: a BufferLoad). */

@@ -79,7 +79,7 @@ std::optional<int64_t> TensorType::static_bytes() const {
   return AllocatedBytes(*extents, {}, *type);
 }
 
-ObjectRef TypeOf(const ObjectRef& expr) { return field::Expr_ty.Get<ObjectRef>(expr); }
+ObjectRef TypeOf(const ObjectRef& expr) { return ExprType(expr); }
 
 bool SameShapeAndDType(const TensorType& a, const TensorType& b) {
   std::optional<DLDataType> dtype_a = a.dtype(), dtype_b = b.dtype();
@@ -176,13 +176,9 @@ IRModule BlockBuilder::ContextModule() const {
   return IRModule(func::BlockBuilderGetContextIRModule(self_).cast<ObjectRef>());
 }
 
-bool IsVar(const ObjectRef& expr) { return type::Var.IsInstance(expr); }
-
 bool IsConstant(const ObjectRef& expr) { return type::Constant.IsInstance(expr); }
 
 bool IsDataflowVar(const ObjectRef& expr) { return type::DataflowVar.IsInstance(expr); }
-
-bool IsGlobalVar(const ObjectRef& expr) { return type::GlobalVar.IsInstance(expr); }
 
 bool IsExternFunc(const ObjectRef& expr) { return type::ExternFunc.IsInstance(expr); }
 

@@ -192,14 +192,10 @@ class BlockBuilder {
   ObjectRef self_;
 };
 
-/*! \brief Whether `expr` is a Relax variable (relax Var or DataflowVar). */
-bool IsVar(const ObjectRef& expr);
 /*! \brief Whether `expr` is a constant (R.const builds an ir.GenericConst). */
 bool IsConstant(const ObjectRef& expr);
 /*! \brief Whether `expr` is a relax.DataflowVar (a var local to its dataflow block). */
 bool IsDataflowVar(const ObjectRef& expr);
-/*! \brief Whether `expr` is an ir.GlobalVar (a function of the module). */
-bool IsGlobalVar(const ObjectRef& expr);
 /*! \brief Whether `expr` is a relax.ExternFunc (a packed function called by name). */
 bool IsExternFunc(const ObjectRef& expr);
 

@@ -68,7 +68,6 @@ class Buffer : public NodeView {
                                   const Array<ObjectRef>& new_strides) const;
 };
 
-/*! \brief tirx.PrimFunc. Params are ir.Vars; buffer params are Buffers. */
 /*!
  * \brief The bytes an allocation of `shape` elements of `dtype` takes, with `strides` (empty:
  *        row-major) counting the elements up to the last one; nullopt when an extent or stride
@@ -79,6 +78,7 @@ class Buffer : public NodeView {
 std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape,
                                       const Array<ObjectRef>& strides, DLDataType dtype);
 
+/*! \brief tirx.PrimFunc. Params are ir.Vars; buffer params are Buffers. */
 class PrimFunc : public NodeView {
   TVM_MEMPLAN_VIEW(PrimFunc, schema::type::PrimFunc)
   Array<ObjectRef> params() const {

@@ -274,6 +274,18 @@ void ScopedVisitor::ForgetFinishedScopes() {
   bound_since_reset_ = 0;
 }
 
+const char* AllocationKindName(AllocationSite::Kind kind) {
+  switch (kind) {
+    case AllocationSite::Kind::kAllocBuffer:
+      return "alloc_buffer";
+    case AllocationSite::Kind::kBlockAllocBuffer:
+      return "block_alloc_buffer";
+    case AllocationSite::Kind::kDeclBuffer:
+      return "decl_buffer";
+  }
+  return "";
+}
+
 void ScopedVisitor::Define(AllocationSite::Kind kind, const Buffer& buffer, const ObjectRef& node) {
   allocations_.push_back(AllocationSite{kind, buffer, node, loops_.size(), conditions_.size()});
   OnAllocation(allocations_.back());

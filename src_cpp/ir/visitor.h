@@ -61,6 +61,9 @@ struct AllocationSite {
   size_t condition_depth;
 };
 
+/*! \brief "alloc_buffer", "block_alloc_buffer" or "decl_buffer", as records name the kinds. */
+const char* AllocationKindName(AllocationSite::Kind kind);
+
 struct ScopedVisitorOptions {
   /*! \brief Skip branches whose condition is provably false in context (dead code). */
   bool skip_unreachable = false;

@@ -21,7 +21,6 @@ namespace relax {
 
 using namespace ir;
 using ir::relax::Function;
-using ir::relax::IsVar;
 using ir::relax::OpAttr;
 using ir::relax::SameShapeAndDType;
 using ir::relax::TensorType;

@@ -12,7 +12,6 @@ namespace relax {
 using namespace ir;
 using ir::relax::Function;
 using ir::relax::InplaceIndices;
-using ir::relax::IsGlobalVar;
 using ir::relax::OpAttr;
 
 namespace {

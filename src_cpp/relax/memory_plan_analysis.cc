@@ -30,14 +30,10 @@ using namespace ir;
 using ir::relax::Binding;
 using ir::relax::Function;
 using ir::relax::IsExternFunc;
-using ir::relax::IsGlobalVar;
-using ir::relax::IsVar;
 using ir::relax::TensorType;
 using ir::relax::TypeOf;
 
 namespace {
-
-constexpr const char* kGlobalScope = ir::scope::kGlobal;
 
 std::string Bytes(int64_t bytes) { return std::to_string(bytes) + " B"; }
 
@@ -48,7 +44,7 @@ void CollectTirVars(const ObjectRef& node, std::unordered_set<const Object*>* va
       node,
       [&](const ObjectRef& n, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
         if (!n.defined()) return std::nullopt;
-        if (IsVarNode(n)) {
+        if (IsVar(n)) {
           vars->insert(n.get());
           return std::nullopt;
         }
@@ -377,7 +373,7 @@ class PlanAnalysis {
     }
     for (const auto& [key, members] : groups) {
       const auto& [device, scope] = key;
-      if (scope != kGlobalScope && !scope.empty()) {
+      if (scope != scope::kGlobal && !scope.empty()) {
         return "storage scope \"" + scope + "\" (" + Quoted(FirstBinding(members)) +
                "): only \"global\" storage takes tensors at offsets";
       }

@@ -28,8 +28,8 @@ PlanStep ModelNonCallBinding(const Step& step, int block) {
   model.block = block;
   model.var = step.binding->var().get();
   if (step.binding->is_match_cast()) return model;
-  if (ir::relax::IsVar(step.expr) || ir::relax::IsConstant(step.expr) ||
-      Is<ir::relax::Tuple>(step.expr) || Is<ir::relax::TupleGetItem>(step.expr)) {
+  if (IsVar(step.expr) || ir::relax::IsConstant(step.expr) || Is<ir::relax::Tuple>(step.expr) ||
+      Is<ir::relax::TupleGetItem>(step.expr)) {
     model.value = step.expr;
   } else if (Is<ir::relax::Function>(step.expr)) {
     model.kind = PlanStep::Kind::kOpaque;
@@ -101,7 +101,7 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
   };
   std::function<TokenTree(const ObjectRef&)> eval = [&](const ObjectRef& expr) -> TokenTree {
     if (!expr.defined()) return {};
-    if (ir::relax::IsVar(expr)) return lookup(expr.get());
+    if (IsVar(expr)) return lookup(expr.get());
     if (std::optional<ir::relax::Tuple> tuple = As<ir::relax::Tuple>(expr)) {
       auto fields = std::make_shared<std::vector<TokenTree>>();
       for (const ObjectRef& field : tuple->fields()) fields->push_back(eval(field));

@@ -17,7 +17,6 @@ using namespace ir;
 using ir::relax::BindingBlock;
 using ir::relax::BlockBuilder;
 using ir::relax::Function;
-using ir::relax::IsVar;
 using ir::relax::OpAttr;
 using ir::relax::Tuple;
 using ir::relax::TypeOf;

@@ -130,11 +130,11 @@ std::vector<const Object*> UsedVars(const ObjectRef& expr) {
                        [&](const ObjectRef& node,
                            ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
                          if (!node.defined()) return std::nullopt;
-                         if (IsVarNode(node)) {
+                         if (IsVar(node)) {
                            if (seen.insert(node.get()).second) vars.push_back(node.get());
                            return std::nullopt;  // a var's type holds no uses
                          }
-                         if (IsTypeNode(node) || IsOpNode(node) || IsGlobalVarNode(node)) {
+                         if (IsTypeNode(node) || IsOpNode(node) || IsGlobalVar(node)) {
                            return std::nullopt;
                          }
                          engine->DefaultVisitExpected(node).value();

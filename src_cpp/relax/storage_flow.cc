@@ -15,8 +15,6 @@ using namespace ir;
 using ir::relax::Function;
 using ir::relax::IsConstant;
 using ir::relax::IsExternFunc;
-using ir::relax::IsGlobalVar;
-using ir::relax::IsVar;
 using ir::relax::Tuple;
 using ir::relax::TupleGetItem;
 using ir::relax::TupleType;

@@ -23,7 +23,7 @@ namespace op = ir::schema::op;
 
 bool SameTerm(const ObjectRef& a, const ObjectRef& b) {
   if (a.same_as(b)) return true;
-  if (IsVarNode(a) || IsVarNode(b)) return false;
+  if (IsVar(a) || IsVar(b)) return false;
   return ffi::StructuralEqual::Equal(a, b);
 }
 
@@ -52,7 +52,7 @@ bool AffineParser::Accumulate(const ObjectRef& e, int64_t scale, Affine* out, in
     int64_t product;
     return value && !__builtin_mul_overflow(*value, scale, &product) && out->AddConstant(product);
   }
-  if (IsVarNode(e)) {
+  if (IsVar(e)) {
     if (subst_) {
       auto it = subst_->find(e.get());
       if (it != subst_->end()) return Accumulate(it->second, scale, out, depth + 1);
@@ -101,7 +101,7 @@ ExprFacts ScanExpr(const ObjectRef& expr) {
       [&facts](const ObjectRef& node,
                ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
         if (!node.defined()) return std::nullopt;
-        if (IsVarNode(node)) {
+        if (IsVar(node)) {
           if (!facts.Uses(node.get())) facts.vars.push_back(node);
           return std::nullopt;
         }

@@ -36,16 +36,14 @@ class AllocationCollector : public ScopedVisitor {
     record->dtype = DTypeToString(buffer.dtype());
     record->scope = buffer.scope().empty() ? std::string(scope::kGlobal) : buffer.scope();
     if (std::optional<int64_t> bytes = buffer.ConstSizeBytes()) record->size_bytes = *bytes;
+    record->kind = AllocationKindName(site.kind);
     switch (site.kind) {
       case AllocationSite::Kind::kAllocBuffer:
-        record->kind = "alloc_buffer";
         break;
       case AllocationSite::Kind::kBlockAllocBuffer:
-        record->kind = "block_alloc_buffer";
         record->block = ffi::String(SBlock(site.node).name_hint());
         break;
       case AllocationSite::Kind::kDeclBuffer: {
-        record->kind = "decl_buffer";
         if (std::optional<Buffer> base = DeclBuffer(site.node).viewed_buffer()) {
           record->view_of = ffi::String(base->name());
         }

@@ -29,7 +29,6 @@ namespace tir {
 
 using namespace ir;
 namespace attr = ir::schema::attr;
-namespace func = ir::schema::func;
 namespace op = ir::schema::op;
 
 namespace {
@@ -133,8 +132,6 @@ class RegionCollector : public ScopedVisitor {
       return;
     }
     TrackedAllocation t(site);
-    t.kind =
-        site.kind == AllocationSite::Kind::kAllocBuffer ? "alloc_buffer" : "block_alloc_buffer";
     t.dims.resize(site.buffer.shape().size());
     for (size_t k = 0; k < site.loop_depth; ++k) {
       const LoopScope& loop = loops()[k];
@@ -143,7 +140,7 @@ class RegionCollector : public ScopedVisitor {
     }
     if (site.kind == AllocationSite::Kind::kAllocBuffer) {
       Map<String, Any> annotations = AllocBuffer(site.node).annotations();
-      if (auto it = annotations.find(schema::attr::BufferDimAlign); it != annotations.end()) {
+      if (auto it = annotations.find(attr::BufferDimAlign); it != annotations.end()) {
         RecordDimAlign(&t, (*it).second, /*block=*/nullptr);
       }
     }
@@ -209,7 +206,7 @@ class RegionCollector : public ScopedVisitor {
       }
     }
     for (const ObjectRef& arg : args) {
-      if (IsVarNode(arg)) Written(arg);
+      if (IsVar(arg)) Written(arg);
       if (TrackedAllocation* t = Find(arg)) {
         std::string callee = op.empty() ? "a function" : "`" + op + "`";
         GiveUp(t, "it is passed to " + callee);
@@ -255,8 +252,8 @@ class RegionCollector : public ScopedVisitor {
     }
     if (!t) return;
     std::string key = attr.attr_key();
-    if (key == schema::attr::DoubleBufferScope || key == schema::attr::StorageAlignment ||
-        key == schema::attr::VolatileScope || StartsWith(key, schema::attr::PragmaPrefix)) {
+    if (key == attr::DoubleBufferScope || key == attr::StorageAlignment ||
+        key == attr::VolatileScope || StartsWith(key, attr::PragmaPrefix)) {
       return;
     }
     GiveUp(t, "attribute `" + key + "` names it");
@@ -286,7 +283,7 @@ class RegionCollector : public ScopedVisitor {
       }
     }
     Map<String, Any> annotations = block.annotations();
-    if (auto it = annotations.find(schema::attr::BufferDimAlign); it != annotations.end()) {
+    if (auto it = annotations.find(attr::BufferDimAlign); it != annotations.end()) {
       RecordDimAlign(nullptr, (*it).second, &block);
     }
   }
@@ -418,8 +415,7 @@ class RegionCollector : public ScopedVisitor {
    * \brief An access: point indices, or ranges (ir.Range per dimension) when `is_region`;
    *        through a flat view when `flat` (one index into the flattened buffer).
    */
-  void Access(TrackedAllocation* t, const Array<ObjectRef>& items, bool is_region,
-              bool flat = false) {
+  void Access(TrackedAllocation* t, const Array<ObjectRef>& items, bool is_region, bool flat) {
     if (!t->give_up.empty()) return;
     if (items.size() != (flat ? 1 : t->dims.size())) {
       GiveUp(t, "it is accessed with " + std::to_string(items.size()) + " indices");
@@ -520,8 +516,8 @@ class RegionCollector : public ScopedVisitor {
       }
     }
     LoopRanges enclosing(loops(), /*relaxed_loops=*/{});
-    t->result = FinalizeRegion(
-        *t, FinalizeScope{options_, &enclosing, &function_vars_, &flat_views_, analyzer()});
+    t->result =
+        FinalizeRegion(*t, FinalizeScope{options_, &enclosing, &function_vars_, analyzer()});
   }
 
   void AddFunctionVars(const ObjectRef& expr) {

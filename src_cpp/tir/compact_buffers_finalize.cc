@@ -27,12 +27,10 @@ class Finalizer {
   CompactedRegion Run() {
     const Buffer& buffer = t_.site.buffer;
     CompactedRegion& r = result_;
-    r.kind = t_.kind;
+    r.kind = AllocationKindName(t_.site.kind);
     r.views = t_.views;
     r.views.insert(r.views.end(), t_.flat_views.begin(), t_.flat_views.end());
     Array<ObjectRef> shape = buffer.shape();
-    r.shape = shape;
-    r.strides = buffer.strides();
     if (!t_.give_up.empty()) return Unchanged(t_.give_up);
     Array<ObjectRef> new_shape, offset;
     bool moved = false;
@@ -56,8 +54,9 @@ class Finalizer {
     }
     r.new_buffer = buffer.WithShape(new_shape, strides);
     if (!r.new_buffer) return Unchanged("it has a layout other than the default row-major one");
-    for (const Buffer& view : r.views) {
-      bool is_flat = scope_.flat_views->count(view.get()) > 0;
+    for (size_t v = 0; v < r.views.size(); ++v) {
+      const Buffer& view = r.views[v];
+      bool is_flat = v >= t_.views.size();  // the flat views come last
       std::optional<Buffer> new_view;
       Array<ObjectRef> view_offset = offset;
       if (!is_flat) {

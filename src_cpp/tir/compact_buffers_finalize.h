@@ -31,8 +31,6 @@ struct FinalizeScope {
   const LoopRanges* enclosing;
   /*! \brief Parameters and the variables of their shapes: an extent may use only these. */
   const std::unordered_set<const Object*>* function_vars;
-  /*! \brief Flat views (buffer vars) of tracked allocations. */
-  const std::unordered_set<const Object*>* flat_views;
   ir::Analyzer* analyzer;
 };
 

@@ -64,7 +64,6 @@ struct TrackedAllocation {
   explicit TrackedAllocation(ir::AllocationSite site) : site(std::move(site)) {}
 
   ir::AllocationSite site;
-  std::string kind;
   /*! \brief Views with the same element layout. */
   std::vector<ir::Buffer> views;
   /*! \brief One-dimensional views of the whole buffer; they address whole rows (`row_size`). */

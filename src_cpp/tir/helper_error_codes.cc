@@ -23,7 +23,7 @@ constexpr DLDataType kInt32{kDLInt, 32, 1};
 /*! \brief The GlobalVar a call calls, or nullptr. */
 const Object* Callee(const Call& call) {
   ObjectRef op = call.op();
-  return IsGlobalVarNode(op) ? op.get() : nullptr;
+  return IsGlobalVar(op) ? op.get() : nullptr;
 }
 
 /*! \brief Whether `body` throws, or calls one of `failing`. */
@@ -32,7 +32,7 @@ bool CanFail(const ObjectRef& body, const std::unordered_set<const Object*>& fai
       body,
       [&](const ObjectRef& node,
           ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-        if (!node.defined() || IsVarNode(node) || IsTypeNode(node)) {
+        if (!node.defined() || IsVar(node) || IsTypeNode(node)) {
           return std::nullopt;
         }
         if (std::optional<Call> call = As<Call>(node)) {

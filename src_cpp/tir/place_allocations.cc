@@ -76,22 +76,22 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
     if (!alloc) continue;
     switch (d.placement) {
       case Placement::kStack:
-        if (d.buffer.scope() != kGlobalScope) moves.emplace_back(d.buffer, kGlobalScope);
+        if (d.buffer.scope() != scope::kGlobal) moves.emplace_back(d.buffer, scope::kGlobal);
         // Smaller "global" allocations TVM's rule keeps on the stack by itself.
         if (*d.bytes >= kStockMaxStackAlloca) marks.emplace_back(d.buffer, d.placement);
         break;
       case Placement::kUnlowered:
-        if (d.buffer.scope() != kGlobalScope) moves.emplace_back(d.buffer, kGlobalScope);
+        if (d.buffer.scope() != scope::kGlobal) moves.emplace_back(d.buffer, scope::kGlobal);
         // Carried through StorageRewrite in its scope: the annotation comes back.
         if (!HasDisableAnnotation(*alloc)) marks.emplace_back(d.buffer, d.placement);
         break;
       case Placement::kWorkspace:
         needs_device_id |= !d.has_device_id;
-        if (d.buffer.scope() == kGlobalScope && d.bytes.value_or(0) > 0 &&
+        if (d.buffer.scope() == scope::kGlobal && d.bytes.value_or(0) > 0 &&
             *d.bytes < kStockMaxStackAlloca) {
           // Only the definition: TVM's pass lowers the allocation it sees and never looks at
           // the uses, which keep the buffer itself.
-          Buffer stand_in = d.buffer.WithScope(kWorkspaceScope);
+          Buffer stand_in = d.buffer.WithScope(scope::kGlobalWorkspace);
           edits[d.buffer.get()].stand_in = stand_in;
           expect->restore.emplace_back(stand_in, d.buffer);
         }

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "ir/pass.h"
+#include "ir/visitor.h"
 
 namespace tvm_memplan {
 namespace tir {
@@ -94,7 +95,7 @@ class AllocationCollector {
 bool IsScalableVector(DLDataType dtype) { return static_cast<int16_t>(dtype.lanes) < 0; }
 
 bool WantsUnlowered(const AllocationSite& site, const std::string& scope) {
-  if (scope == kUnloweredScope) return true;
+  if (scope == scope::kMemplanUnlowered) return true;
   auto it = site.annotations.find(String(schema::attr::DisableLowerTVMBuiltin));
   if (it == site.annotations.end()) return false;
   if (auto flag = (*it).second.try_cast<int64_t>()) return *flag != 0;
@@ -123,7 +124,7 @@ class Decider {
                          "",
                          false,
                          site.has_device_id};
-    if (d.scope.empty()) d.scope = kGlobalScope;
+    if (d.scope.empty()) d.scope = scope::kGlobal;
     const std::string& scope = d.scope;
     d.stock_placement = StockPlacement(site, d);
     if (!site.device_type) {
@@ -139,14 +140,14 @@ class Decider {
     if (WantsUnlowered(site, scope)) {
       return With(d, Placement::kUnlowered, "annotated disable_lower_builtin");
     }
-    if (scope == kWorkspaceScope) {
+    if (scope == scope::kGlobalWorkspace) {
       return With(d, Placement::kWorkspace, "scope \"global.workspace\"");
     }
-    if (scope == kStackScope) return ForcedStack(d);
+    if (scope == scope::kGlobalStack) return ForcedStack(d);
     if (!d.bytes) {
       return With(d, Placement::kWorkspace, "size is not a compile-time constant");
     }
-    if (scope != kGlobalScope && scope != kLocalScope) {
+    if (scope != scope::kGlobal && scope != scope::kLocal) {
       return With(d, Placement::kWorkspace, "scope \"" + scope + "\" has no stack rule");
     }
     int64_t max_bytes = limits_.max_stack_alloca.bytes.value_or(0);
@@ -166,7 +167,7 @@ class Decider {
     }
     if (WantsUnlowered(site, d.scope)) return Placement::kUnlowered;
     bool small = d.bytes && *d.bytes > 0 && *d.bytes < kStockMaxStackAlloca;
-    return d.scope == kGlobalScope && small ? Placement::kStack : Placement::kWorkspace;
+    return d.scope == scope::kGlobal && small ? Placement::kStack : Placement::kWorkspace;
   }
 
   static AllocationDecision With(AllocationDecision d, Placement placement, std::string reason) {
@@ -282,7 +283,9 @@ ObjectRef ToRecord(const std::string& function, const AllocationDecision& d) {
   ffi::ObjectPtr<AllocationDecisionRecordObj> out = ffi::make_object<AllocationDecisionRecordObj>();
   if (!function.empty()) out->function = String(function);
   out->name = d.buffer.name();
-  out->kind = Is<AllocBuffer>(d.node) ? "alloc_buffer" : "block_alloc_buffer";
+  out->kind =
+      ir::AllocationKindName(Is<AllocBuffer>(d.node) ? ir::AllocationSite::Kind::kAllocBuffer
+                                                     : ir::AllocationSite::Kind::kBlockAllocBuffer);
   out->scope = d.scope;
   out->dtype = DTypeToString(d.buffer.dtype());
   out->shape = IntsWhereConstant(d.buffer.shape());

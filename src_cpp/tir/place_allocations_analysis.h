@@ -56,18 +56,6 @@ enum class Placement {
 /*! \brief "stack", "workspace", "unlowered", "stock". */
 const char* PlacementName(Placement placement);
 
-// Storage scopes the placement rules name ("" is "global" in TVM).
-inline constexpr const char* kGlobalScope = ir::scope::kGlobal;
-inline constexpr const char* kLocalScope = ir::scope::kLocal;
-inline constexpr const char* kStackScope = ir::scope::kGlobalStack;
-inline constexpr const char* kWorkspaceScope = ir::scope::kGlobalWorkspace;
-
-/*!
- * \brief The storage scope TagAllocationPlacement gives `disable_lower_builtin` allocations so
- *        the request survives StorageRewrite (which drops annotations but keeps scopes).
- */
-inline constexpr const char* kUnloweredScope = ir::scope::kMemplanUnlowered;
-
 /*!
  * \brief TVM's own LowerTVMBuiltin keeps a CPU allocation of scope exactly "global" on the stack
  *        when its constant size is below this (runtime::kMaxStackAlloca); nothing else.

@@ -136,12 +136,7 @@ void EstimatedRanges(const LoopRanges& ranges, const RelaxationScope& scope,
     // An index that loads memory (`A[B[i] + k]`): the loaded values are fixed while the
     // allocation lives unless its scope writes them (the collector checks when it ends).
     reads_memory[d] = facts.reads_memory;
-    for (const ObjectRef& buffer : facts.loaded) {
-      if (std::none_of(out->loaded.begin(), out->loaded.end(),
-                       [&](const ObjectRef& b) { return b.same_as(buffer); })) {
-        out->loaded.push_back(buffer);
-      }
-    }
+    out->loaded.insert(out->loaded.end(), facts.loaded.begin(), facts.loaded.end());
     for (const ObjectRef& v : facts.vars) region_vars.push_back(v);
     region.push_back(MakeRange(min, extent));
   }

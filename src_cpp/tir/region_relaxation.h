@@ -86,7 +86,8 @@ struct RelaxedAccess {
   std::vector<DimRange> ranges;
   /*! \brief Per dimension, why it has no range ("index depends on a call", ...). */
   std::vector<std::string> unknown;
-  /*! \brief Buffers its indices load (their values must not change while the buffer lives). */
+  /*! \brief Buffers its indices load, repeats included (their values must not change while
+   *         the buffer lives). */
   std::vector<ObjectRef> loaded;
 };
 

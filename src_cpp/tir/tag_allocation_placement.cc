@@ -28,8 +28,8 @@ std::string CarrierScope(const std::string& function, const AllocationDecision& 
     case Placement::kWorkspace:
       // Dynamic sizes always go to the workspace; StorageRewrite also refuses them in tagged
       // scopes. Other scopes ("shared", ...) keep TVM's meaning.
-      if (!d.bytes || (d.scope != kGlobalScope && d.scope != kLocalScope)) return "";
-      return kWorkspaceScope;
+      if (!d.bytes || (d.scope != scope::kGlobal && d.scope != scope::kLocal)) return "";
+      return scope::kGlobalWorkspace;
     case Placement::kUnlowered:
       if (!d.bytes) {
         TVM_FFI_THROW(ValueError)
@@ -38,7 +38,7 @@ std::string CarrierScope(const std::string& function, const AllocationDecision& 
             << "constant (shape " << ToString(d.buffer.shape()) << "); StorageRewrite drops the "
             << "annotation and only constant-size allocations can carry it in their scope";
       }
-      return kUnloweredScope;
+      return scope::kMemplanUnlowered;
     case Placement::kStack:
     case Placement::kStock:
       return "";
@@ -62,7 +62,7 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     std::string name = GlobalVarName(global_var);
     std::vector<ScopeChange> changes;
     for (const AllocationDecision& d : PlanAllocationPlacement(*func, name, *limits).decisions) {
-      records.push_back(ToRecord(name, d));
+      if (dump.enabled()) records.push_back(ToRecord(name, d));
       std::string scope = CarrierScope(name, d);
       if (!scope.empty() && scope != d.buffer.scope()) changes.emplace_back(d.buffer, scope);
     }
