@@ -26,22 +26,14 @@ import tvm
 from tvm import relax
 
 import tvm_memplan
-from tvm_memplan.analysis import memory_plan, storage_after_planning
+from tvm_memplan.analysis import memory_plan, planner_input, storage_after_planning
 from tvm_memplan.examples import models
 from tvm_memplan.instrument import capture
-from tvm_memplan.pipeline import stock_relax_pipeline
 from tvm_memplan.testing import identical_relax_results, relax_inputs
 
 TARGET = "llvm"
 STOCK_PLANNER = "StaticPlanBlockMemory"
 OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
-
-
-def planner_input(mod: tvm.IRModule) -> tvm.IRModule:
-    target = tvm.target.Target(TARGET)
-    with target:
-        run = lambda: stock_relax_pipeline(target)(mod)  # noqa: E731
-        return capture(run, [STOCK_PLANNER])[STOCK_PLANNER]
 
 
 def build(mod: tvm.IRModule, memplan: bool):
@@ -96,7 +88,7 @@ def main() -> int:
     built = {}
     for name, builder in models.ZOO.items():
         mod, func_name = builder()
-        (plan,) = memory_plan(planner_input(mod), TARGET, pipeline=None)
+        (plan,) = memory_plan(mod, TARGET)
         bound, stock, ours = plan.peak_live_bytes, plan.stock_bytes, plan.planned_bytes
         for key, value in (("bound", bound), ("stock", stock), ("ours", ours)):
             totals[key] += value
@@ -144,7 +136,7 @@ def main() -> int:
 
     print()
     big, _ = models.transformer_stack(args.depth)
-    planned = planner_input(big)
+    planned = planner_input(big, TARGET)
     stock_pass = relax.transform.StaticPlanBlockMemory()
     our_pass = tvm_memplan.transform.StaticPlanBlockMemory()
     with tvm.target.Target(TARGET):

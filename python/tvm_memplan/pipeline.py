@@ -115,9 +115,10 @@ def _dispatching(key: tuple[str, str], stock: Callable) -> Callable:
 
 
 @contextlib.contextmanager
-def _substituted(substitutions: tuple[Substitution, ...]):
-    """Within the block, on this thread, the constructors build our passes; yields the keys of
-    the substitutions that happened."""
+def _substituted(substitutions: tuple[Substitution, ...], pipeline: str):
+    """Within the block, on this thread, the constructors build our passes. When the block ends
+    normally, a substitution that was required but never happened is an error naming
+    `pipeline`."""
     with _lock:
         for s in substitutions:
             stock, users = _installed.get(s.key, (getattr(s.module, s.name), 0))
@@ -126,9 +127,9 @@ def _substituted(substitutions: tuple[Substitution, ...]):
             _installed[s.key] = (stock, users + 1)
     outer = getattr(_active, "table", None), getattr(_active, "used", None)
     _active.table = {s.key: s for s in substitutions}
-    _active.used = set()
+    used = _active.used = set()
     try:
-        yield _active.used
+        yield
     finally:
         _active.table, _active.used = outer
         with _lock:
@@ -139,6 +140,7 @@ def _substituted(substitutions: tuple[Substitution, ...]):
                     del _installed[s.key]
                 else:
                     _installed[s.key] = (stock, users - 1)
+    _check_used(substitutions, used, pipeline)
 
 
 def _check_used(substitutions: tuple[Substitution, ...], used: set, pipeline: str) -> None:
@@ -161,15 +163,13 @@ def memplan_pipeline(**kwargs):
 
     @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanPipeline")
     def main(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
-        with _substituted(MAIN_SUBSTITUTIONS) as used:
+        with _substituted(MAIN_SUBSTITUTIONS, f'TIR pipeline (from "{STOCK_PIPELINE}")'):
             mod = stock_main(mod)
-        _check_used(MAIN_SUBSTITUTIONS, used, f'TIR pipeline (from "{STOCK_PIPELINE}")')
         return mod
 
     def finalize_host_passes():
-        with _substituted(HOST_FINALIZE_SUBSTITUTIONS) as used:
+        with _substituted(HOST_FINALIZE_SUBSTITUTIONS, "TIR host finalization"):
             passes = stock_finalize_host()
-        _check_used(HOST_FINALIZE_SUBSTITUTIONS, used, "TIR host finalization")
         return passes
 
     return main, finalize_host_passes, stock_finalize_device
@@ -210,9 +210,8 @@ def memplan_relax_pipeline() -> tvm.transform.Pass:
     def relax_pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         mod = transform.DataflowUseInplaceCalls(planner="memplan")(mod)
         stock = stock_relax_pipeline(tvm.target.Target.current(allow_none=True))
-        with _substituted(RELAX_SUBSTITUTIONS) as used:
+        with _substituted(RELAX_SUBSTITUTIONS, "Relax pipeline"):
             mod = stock(mod)
-        _check_used(RELAX_SUBSTITUTIONS, used, "Relax pipeline")
         return mod
 
     return relax_pipeline

@@ -3,25 +3,14 @@
 the stock planner's model, and the stock planner's miscompile on branches."""
 
 import pytest
-import tvm
 from random_relax import random_module
 from tvm import relax
 
-from tvm_memplan.analysis import memory_plan
+from tvm_memplan.analysis import memory_plan, planner_input
 from tvm_memplan.examples.models import ZOO
-from tvm_memplan.instrument import capture
-from tvm_memplan.pipeline import stock_relax_pipeline
 from tvm_memplan.testing import assert_same_relax_results, relax_vm
 
 SEEDS = range(40)
-
-
-def _planner_input(mod: tvm.IRModule) -> tvm.IRModule:
-    """The module TVM's pipeline hands to StaticPlanBlockMemory (llvm)."""
-    target = tvm.target.Target("llvm")
-    with target:
-        run = lambda: stock_relax_pipeline(target)(mod)  # noqa: E731
-        return capture(run, ["StaticPlanBlockMemory"])["StaticPlanBlockMemory"]
 
 
 def check_plan(plan) -> None:
@@ -69,7 +58,7 @@ def test_the_random_programs_include_the_stock_planners_miscompile():
     broken = 0
     for seed in SEEDS:
         planned = relax.transform.StaticPlanBlockMemory()(
-            _planner_input(random_module(seed, branch_chains=True))
+            planner_input(random_module(seed, branch_chains=True))
         )
         broken += not relax.analysis.check_well_formed(planned)
     assert broken >= 5  # 11 of these 40

@@ -10,7 +10,13 @@ from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
 from ._records import check_tir
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
-from .memory_plan import FunctionMemoryPlan, PlannedTensor, StorageAllocation, memory_plan
+from .memory_plan import (
+    FunctionMemoryPlan,
+    PlannedTensor,
+    StorageAllocation,
+    memory_plan,
+    planner_input,
+)
 from .planned_storage import PlannedStorage, planned_storage, storage_after_planning
 
 __all__ = [
@@ -29,6 +35,7 @@ __all__ = [
     "memory_plan",
     "placement_counts",
     "planned_storage",
+    "planner_input",
     "storage_after_planning",
     "total_bytes",
 ]

@@ -61,6 +61,17 @@ def _symbolic(tensor: PlannedTensor) -> bool:
     return not all(isinstance(extent, int) for extent in tensor.shape)
 
 
+def planner_input(mod: tvm.IRModule, target="llvm") -> tvm.IRModule:
+    """The module the Relax pipeline ``tvm.compile`` runs for ``target`` hands to
+    StaticPlanBlockMemory (LegalizeOps ... CallTIRRewrite applied)."""
+    from ..pipeline import stock_relax_pipeline
+
+    target = tvm.target.Target(target)
+    with target:
+        run = lambda: stock_relax_pipeline(target)(mod)  # noqa: E731
+        return capture(run, [_STOCK_PLANNER])[_STOCK_PLANNER]
+
+
 def memory_plan(
     mod: tvm.IRModule,
     target="llvm",
@@ -83,11 +94,7 @@ def memory_plan(
     _check_int("alignment", alignment)
     target = tvm.target.Target(target)
     if pipeline == "default":
-        from ..pipeline import stock_relax_pipeline
-
-        with target:
-            run = lambda: stock_relax_pipeline(target)(mod)  # noqa: E731
-            mod = capture(run, [_STOCK_PLANNER])[_STOCK_PLANNER]
+        mod = planner_input(mod, target)
     options = MemoryPlanOptions(alignment=alignment, fall_back_to_stock=bool(fall_back_to_stock))
     with target:
         return list(_ffi_api.memory_plan(mod, options))

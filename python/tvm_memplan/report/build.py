@@ -109,7 +109,7 @@ def _function_memory(plan, stock_build: int | None) -> FunctionMemory:
         TensorRecord(
             binding=str(t.binding),
             op=str(t.op),
-            shape=[int(d) if isinstance(d, int) else str(d) for d in t.shape],
+            shape=_json_shape(t.shape),
             dtype=str(t.dtype),
             bytes=int(t.bytes),
             first=int(t.first),

@@ -70,12 +70,14 @@ def human(nbytes: int | None) -> str:
     """1536 -> "1.5 KiB"; None -> "-"."""
     if nbytes is None:
         return "-"
-    value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+    if nbytes < 1024:
+        return f"{nbytes} B"
+    value = nbytes / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
         value /= 1024
-    return f"{nbytes} B"
+    return f"{value:.1f} GiB"
 
 
 def _color(key: str) -> str:
@@ -143,16 +145,17 @@ def _lane(name: str, m: FunctionMemory, scale_x: float, top: int, stock: bool) -
     return Lane(name, own, rects, boundaries, ticks)
 
 
+def _plan_bytes(m: FunctionMemory, stock: bool) -> int:
+    """What a plan allocates: its storages and the tensors it gives storage of their own."""
+    storages = m.stock_storages if stock else m.storages
+    own = (t for t in m.tensors if (t.stock_storage if stock else t.storage) < 0)
+    return sum(max(s.bytes, 0) for s in storages) + sum(t.bytes for t in own if t.bytes > 0)
+
+
 def _timeline(m: FunctionMemory) -> Timeline:
     points = max(m.num_points, 1)
     scale_x = PLOT_WIDTH / points
-    ours_total = sum(max(s.bytes, 0) for s in m.storages) + sum(
-        t.bytes for t in m.tensors if t.storage < 0 and t.bytes > 0
-    )
-    stock_total = sum(max(s.bytes, 0) for s in m.stock_storages) + sum(
-        t.bytes for t in m.tensors if t.stock_storage < 0 and t.bytes > 0
-    )
-    top = max(ours_total, stock_total, 1)  # one scale for both plans
+    top = max(_plan_bytes(m, stock=False), _plan_bytes(m, stock=True), 1)  # one scale for both
     lanes = [
         _lane("tvm-memplan", m, scale_x, top, stock=False),
         _lane("TVM's StaticPlanBlockMemory, same IR", m, scale_x, top, stock=True),
@@ -193,7 +196,6 @@ def _environment() -> jinja2.Environment:
 
 def render_html(report: Report) -> str:
     """The whole page."""
-    data = report.to_json()
     tir_functions = sorted({b.function for b in report.compaction.buffers})
     placements = {}
     for a in report.placement.allocations:
@@ -203,7 +205,6 @@ def render_html(report: Report) -> str:
         .get_template("report.html.j2")
         .render(
             report=report,
-            data=data,
             timelines=[_timeline(m) for m in report.memory],
             tir_functions=tir_functions,
             buffers={

@@ -64,13 +64,12 @@ def run_prim_func(func: tvm.tirx.PrimFunc, args: list[np.ndarray], target: str =
     """Compile `func` alone, by TVM's pipeline without its buffer compaction (so the result is
     that of `func` as given), and run it on copies of `args`; returns the arrays after the
     call."""
-    with pipeline._substituted(_NO_COMPACTION) as used:
+    with pipeline._substituted(_NO_COMPACTION, "reference TIR pipeline"):
         lib = tvm.compile(
             tvm.IRModule({"main": _named(func)}),
             target=target,
             tir_pipeline=pipeline.STOCK_PIPELINE,
         )
-    pipeline._check_used(_NO_COMPACTION, used, "reference TIR pipeline")
     tensors = [tvm.runtime.tensor(a.copy()) for a in args]
     lib["main"](*tensors)
     return [t.numpy() for t in tensors]
@@ -152,25 +151,29 @@ def run_relax(vm, func_name: str, inputs: list) -> tuple[list[np.ndarray], list[
     return outputs, _to_numpy(tuple(args))
 
 
+def _assert_same_runs(named_vms, func_name: str, inputs: list, runs: int) -> list[np.ndarray]:
+    """Every ``(name, vm)``, run ``runs`` times on fresh copies of ``inputs``, leaves them
+    unchanged and gives the outputs of the first run of the first one; returns those."""
+    originals = _to_numpy(tuple(inputs))
+    expected = None
+    for name, vm in named_vms:
+        for run in range(runs):
+            outputs, inputs_after = run_relax(vm, func_name, inputs)
+            _assert_all_equal(inputs_after, originals, f"{name}, run {run}: inputs changed")
+            if expected is None:
+                expected = outputs
+            _assert_all_equal(outputs, expected, f"{name}, run {run}: outputs")
+    return expected
+
+
 def identical_relax_results(vms, func_name: str, inputs: list, runs: int = 2) -> bool:
     """Whether every VM, run ``runs`` times on fresh copies of ``inputs``, gives the outputs of
     the first run of the first one (NaNs equal) and leaves the inputs unchanged (the
     benchmarks' check; tests use assert_same_relax_results, which says what differs)."""
-    originals = _to_numpy(tuple(inputs))
-    reference = None
-    for vm in vms:
-        for _ in range(runs):
-            outputs, inputs_after = run_relax(vm, func_name, inputs)
-            reference = outputs if reference is None else reference
-            if len(outputs) != len(reference) or not all(
-                np.array_equal(got, want, equal_nan=True)
-                for got, want in zip(outputs, reference, strict=True)
-            ):
-                return False
-            if not all(
-                np.array_equal(got, want) for got, want in zip(inputs_after, originals, strict=True)
-            ):
-                return False
+    try:
+        _assert_same_runs([(str(i), vm) for i, vm in enumerate(vms)], func_name, inputs, runs)
+    except AssertionError:
+        return False
     return True
 
 
@@ -187,17 +190,14 @@ def compile_with_planner(mod: tvm.IRModule, target="llvm", planner: str = "stock
     """``tvm.compile`` with TVM's own pipelines and one memory planner: ``"stock"`` (TVM's
     StaticPlanBlockMemory), ``"memplan"`` (ours in its place, nothing else changed) or
     ``"none"`` (no planner: every tensor gets storage of its own, the reference for planners)."""
-    from .. import pipeline
-
     if planner == "stock":
         return tvm.compile(mod, target=target)
     if planner == "none":
         with tvm.transform.PassContext(disabled_pass=["StaticPlanBlockMemory"]):
             return tvm.compile(mod, target=target)
     if planner == "memplan":
-        with pipeline._substituted(pipeline.RELAX_SUBSTITUTIONS) as used:
+        with pipeline._substituted(pipeline.RELAX_SUBSTITUTIONS, "Relax pipeline"):
             executable = tvm.compile(mod, target=target)
-        pipeline._check_used(pipeline.RELAX_SUBSTITUTIONS, used, "Relax pipeline")
         return executable
     raise ValueError(f"planner must be one of {PLANNERS}, got {planner!r}")
 
@@ -223,17 +223,9 @@ def assert_same_relax_results(
     tvm.relax.analysis.well_formed(after)
     if inputs is None:
         inputs = relax_inputs(before[func_name], seed, shape_vars=shape_vars, low=low, high=high)
-    originals = _to_numpy(tuple(inputs))
-    expected = None
-    for index, (name, mod) in enumerate((("before", before), ("after", after))):
-        vm = vms[index] if vms else relax_vm(mod)
-        for run in range(runs):
-            outputs, inputs_after = run_relax(vm, func_name, inputs)
-            _assert_all_equal(inputs_after, originals, f"{name}, run {run}: inputs changed")
-            if expected is None:
-                expected = outputs
-            _assert_all_equal(outputs, expected, f"{name}, run {run}: outputs")
-    return expected
+    if vms is None:
+        vms = (relax_vm(before), relax_vm(after))
+    return _assert_same_runs(zip(("before", "after"), vms, strict=True), func_name, inputs, runs)
 
 
 # ---- allocation placement -----------------------------------------------------------------
