@@ -19,6 +19,7 @@
 
 #include "ir/analyzer.h"
 #include "ir/pass.h"
+#include "ir/rewriter.h"
 #include "ir/scopes.h"
 #include "relax/memory_plan_model.h"
 #include "relax/offset_packing.h"
@@ -172,6 +173,26 @@ StockFunctionPlan ReadStockPlan(const Function& func) {
     }
   }
   return plan;
+}
+
+/*!
+ * \brief The peak-live bound of a plan's tensor records: the most bytes of planned tensors live
+ *        at one program point (bounded sizes at their bound), plus the static bytes of the
+ *        tensors no planner may share (function results, escaping tensors): no plan of this IR
+ *        under these rules allocates less. Unplanned tensors of symbolic size are left out.
+ */
+int64_t PeakLiveOf(const Array<ObjectRef>& tensors) {
+  std::vector<PackItem> live;
+  int64_t unplanned = 0;
+  for (const ObjectRef& item : tensors) {
+    const auto* t = item.as<PlannedTensorObj>();
+    if (t->storage >= 0 && t->bytes >= 0) {
+      live.push_back(PackItem{t->bytes, t->first, t->last});
+    } else if (t->storage < 0 && t->size && AsConstInt(*t->size)) {
+      unplanned += t->bytes;
+    }
+  }
+  return PeakLiveBytes(live) + unplanned;
 }
 
 class PlanAnalysis {
@@ -515,8 +536,6 @@ class PlanAnalysis {
     FunctionMemoryPlanObj& r = *plan.record;
     r.function = GlobalVarName(gv_);
     r.num_points = static_cast<int64_t>(steps_.size());
-    std::vector<PackItem> live;
-    int64_t unplanned = 0;
     ObjectRef planned_size = IntConst(kInt64, 0);
     std::set<const Object*> relied;  // the bounded variables sizing planned tensors
     for (const Allocation& a : allocations_) {
@@ -542,12 +561,9 @@ class PlanAnalysis {
         if (a.known_type) planned_size = Add(planned_size, a.size);
         if (a.bytes >= 0 && !a.symbolic) {
           r.planned_bytes += a.bytes;
-          unplanned += a.bytes;
         } else {
           ++r.symbolic_allocations;
         }
-      } else if (a.bytes >= 0) {
-        live.push_back(PackItem{a.bytes, a.first, a.last});
       }
     }
     for (const ObjectRef& storage : storages_) {
@@ -561,14 +577,15 @@ class PlanAnalysis {
     }
     r.storages = Array<ObjectRef>(storages_.begin(), storages_.end());
     r.planned_size = analyzer_.Simplify(planned_size);
-    // No plan may share the bytes of a tensor that may not be planned: they add to the peak.
-    r.peak_live_bytes = PeakLiveBytes(live) + unplanned;
+    r.peak_live_bytes = PeakLiveOf(r.tensors);
     for (const Object* var : relied) plan.bound_checks.push_back(bounds_.at(var));
     std::sort(plan.bound_checks.begin(), plan.bound_checks.end(),
               [](const BoundCheck& a, const BoundCheck& b) {
                 return Var(a.var).name() < Var(b.var).name();
               });
-    for (const BoundCheck& bound : plan.bound_checks) {
+    for (const BoundCheck& bound : plan.bound_checks)
+      r.checked_bounds.push_back(Var(bound.var).name());
+    for (const auto& [var, bound] : bounds_) {
       r.upper_bounds.Set(Var(bound.var).name(), bound.upper);
       if (bound.lower) r.lower_bounds.Set(Var(bound.var).name(), *bound.lower);
     }
@@ -668,6 +685,116 @@ MemoryPlan AnalyzeMemoryPlan(const ObjectRef& gv, const Function& func, const IR
   return PlanAnalysis(gv, func, mod, options, devices, stock).Run(compare_with_stock);
 }
 
+namespace {
+
+/*! \brief Evaluates size expressions at shape variable values, by variable name. */
+class SizeEvaluator {
+ public:
+  SizeEvaluator(const FunctionMemoryPlanObj& plan, const Map<String, int64_t>& values)
+      : plan_(plan), values_(values) {
+    for (const auto& [name, value] : values) {
+      std::optional<int64_t> upper = Find(plan.upper_bounds, name);
+      std::optional<int64_t> lower = Find(plan.lower_bounds, name);
+      if ((upper && value > *upper) || (lower && value < *lower) || value < 0) {
+        TVM_FFI_THROW(ValueError) << "function " << Quoted(plan.function) << ": shape variable "
+                                  << Quoted(name) << " = " << value << " is outside its bounds ["
+                                  << lower.value_or(0) << ", "
+                                  << (upper ? std::to_string(*upper) : std::string("inf")) << "]";
+      }
+    }
+  }
+
+  /*! \brief The value of `size`; collects the variables it lacks values for. */
+  std::optional<int64_t> operator()(const ObjectRef& size) {
+    std::unordered_set<const Object*> vars;
+    CollectTirVars(size, &vars);
+    Map<ObjectRef, ObjectRef> bindings;
+    for (const Object* var : vars) {
+      ObjectRef ref = ffi::GetRef<ObjectRef>(var);
+      std::string name = Var(ref).name();
+      std::optional<int64_t> value = Find(values_, name);
+      if (!value) value = Find(plan_.upper_bounds, name);
+      if (!value) {
+        missing_.insert(name);
+        continue;
+      }
+      bindings.Set(ref, IntConst(ref, *value));
+      used_.Set(name, *value);
+    }
+    if (bindings.size() != vars.size()) return std::nullopt;
+    return AsConstInt(analyzer_.Simplify(Substitute(size, bindings)));
+  }
+
+  /*! \brief A ValueError naming the variables that lacked a value, if any did. */
+  void CheckComplete() const {
+    if (missing_.empty()) return;
+    std::string names;
+    for (const std::string& name : missing_) names += (names.empty() ? "" : ", ") + Quoted(name);
+    TVM_FFI_THROW(ValueError) << "function " << Quoted(plan_.function)
+                              << ": no value and no tir_var_upper_bound for shape variable"
+                              << (missing_.size() > 1 ? "s " : " ") << names;
+  }
+
+  const Map<String, int64_t>& used() const { return used_; }
+
+ private:
+  static std::optional<int64_t> Find(const Map<String, int64_t>& map, const std::string& key) {
+    auto found = map.find(String(key));
+    if (found == map.end()) return std::nullopt;
+    return (*found).second;
+  }
+
+  const FunctionMemoryPlanObj& plan_;
+  Map<String, int64_t> values_;
+  Map<String, int64_t> used_;
+  std::set<std::string> missing_;
+  Analyzer analyzer_;
+};
+
+}  // namespace
+
+FunctionMemoryPlan EvaluatePlan(const FunctionMemoryPlanObj& plan,
+                                const Map<String, int64_t>& values) {
+  SizeEvaluator evaluate(plan, values);
+  ffi::ObjectPtr<FunctionMemoryPlanObj> out = ffi::make_object<FunctionMemoryPlanObj>(plan);
+  auto constant = [](int64_t bytes) { return IntConst(kInt64, bytes); };
+  out->tensors = Array<ObjectRef>();
+  for (const ObjectRef& item : plan.tensors) {
+    ffi::ObjectPtr<PlannedTensorObj> t =
+        ffi::make_object<PlannedTensorObj>(*item.as<PlannedTensorObj>());
+    if (t->size) {
+      t->bytes = evaluate(*t->size).value_or(-1);
+      if (t->bytes >= 0) t->size = constant(t->bytes);
+    }
+    out->tensors.push_back(ObjectRef(t));
+  }
+  auto storages = [&](const Array<ObjectRef>& records) {
+    Array<ObjectRef> evaluated;
+    for (const ObjectRef& item : records) {
+      ffi::ObjectPtr<StorageAllocationObj> storage =
+          ffi::make_object<StorageAllocationObj>(*item.as<StorageAllocationObj>());
+      storage->bytes = evaluate(storage->size).value_or(-1);
+      if (storage->bytes >= 0) storage->size = constant(storage->bytes);
+      evaluated.push_back(ObjectRef(storage));
+    }
+    return evaluated;
+  };
+  out->storages = storages(plan.storages);
+  out->stock_storages = storages(plan.stock_storages);
+  out->planned_bytes = evaluate(plan.planned_size).value_or(-1);
+  out->planned_size = constant(out->planned_bytes);
+  out->symbolic_allocations = 0;
+  if (plan.stock_size) {
+    out->stock_bytes = evaluate(*plan.stock_size).value_or(-1);
+    out->stock_size = constant(out->stock_bytes);
+    out->stock_symbolic_allocations = 0;
+  }
+  evaluate.CheckComplete();
+  out->peak_live_bytes = PeakLiveOf(out->tensors);
+  out->shape_values = evaluate.used();
+  return FunctionMemoryPlan(out);
+}
+
 void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options) {
   if (options.alignment <= 0 || options.alignment % kRuntimeAlignment != 0) {
     TVM_FFI_THROW(ValueError) << "MemoryPlanOptions.alignment must be a positive multiple of "
@@ -760,10 +887,16 @@ void FunctionMemoryPlanObj::RegisterReflection() {
       .def_ro("stock_size", &FunctionMemoryPlanObj::stock_size,
               "The same for the stock plan; None when the stock planner was not run.")
       .def_ro("upper_bounds", &FunctionMemoryPlanObj::upper_bounds,
-              "Shape variable -> tir_var_upper_bound, for the bounds the plan relies on: the "
-              "function checks them on entry.")
+              "Shape variable -> tir_var_upper_bound, for the variables the function's "
+              "parameters define.")
       .def_ro("lower_bounds", &FunctionMemoryPlanObj::lower_bounds,
-              "Shape variable -> tir_var_lower_bound, for those of them that have one.");
+              "Shape variable -> tir_var_lower_bound, likewise.")
+      .def_ro("checked_bounds", &FunctionMemoryPlanObj::checked_bounds,
+              "The shape variables whose bounds size planned tensors, in name order: the "
+              "function checks them on entry.")
+      .def_ro("shape_values", &FunctionMemoryPlanObj::shape_values,
+              "Empty for a plan as planned; for memory_plan_at, the shape variable values "
+              "every figure was evaluated at.");
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -773,6 +906,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   FunctionMemoryPlanObj::RegisterReflection();
   // The packing alone, for property tests: items as (bytes, first, last) triples.
   tvm::ffi::reflection::GlobalDef()
+      .def("tvm_memplan.analysis.memory_plan_at",
+           [](FunctionMemoryPlan plan, Map<String, int64_t> values) {
+             return EvaluatePlan(*plan.get(), values);
+           })
       .def("tvm_memplan.testing.pack_offsets",
            [](Array<Array<int64_t>> triples, int64_t alignment) {
              std::vector<PackItem> items;

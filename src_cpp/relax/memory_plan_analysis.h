@@ -36,8 +36,8 @@
  *     (target/planning_devices.h) get offsets; a function allocating elsewhere, or in a scope
  *     other than "global", is planned by the stock planner.
  *  4. A plan that sizes a tensor at a bound holds only calls within the bound: the function
- *     checks on entry each shape variable whose bound sized a planned tensor (`upper_bounds`,
- *     `lower_bounds`), and a call past a bound raises an error naming the function, the
+ *     checks on entry each shape variable whose bound sized a planned tensor (`checked_bounds`),
+ *     and a call past a bound raises an error naming the function, the
  *     variable, its value and the bound, before anything is allocated (tensors packed together
  *     would overlap past it; stock's one storage per tensor fails the VM's size check instead).
  *  5. With `fall_back_to_stock`, a function whose plan would take more bytes than the stock
@@ -49,6 +49,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/relax.h"
@@ -164,14 +165,28 @@ class FunctionMemoryPlanObj : public ffi::Object {
    *         `stock_size` is None when the stock planner was not run. */
   ObjectRef planned_size;
   Optional<ObjectRef> stock_size;
-  /*! \brief Shape variable -> bound, for the bounds this plan relies on (every call is checked
-   *         against them on entry). */
+  /*! \brief The function's shape variable bounds (`tir_var_upper_bound`,
+   *         `tir_var_lower_bound` of the variables its parameters define). */
   Map<String, int64_t> upper_bounds;
   Map<String, int64_t> lower_bounds;
+  /*! \brief The variables whose bounds size planned tensors, in name order: the function checks
+   *         them on entry. */
+  Array<String> checked_bounds;
+  /*! \brief Empty for a plan as planned; the shape variable values every figure was evaluated
+   *         at, for a plan from `EvaluatePlan`. */
+  Map<String, int64_t> shape_values;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.FunctionMemoryPlan", FunctionMemoryPlanObj,
                                     ffi::Object);
+};
+
+class FunctionMemoryPlan : public ObjectRef {
+ public:
+  explicit FunctionMemoryPlan(ffi::ObjectPtr<FunctionMemoryPlanObj> record)
+      : ObjectRef(std::move(record)) {}
+  TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(FunctionMemoryPlan, ObjectRef,
+                                                FunctionMemoryPlanObj);
 };
 
 /*! \brief The stock planner's result for a module, computed once on first request. */
@@ -216,6 +231,16 @@ MemoryPlan AnalyzeMemoryPlan(const ObjectRef& gv, const ir::relax::Function& fun
 
 /*! \brief Check options, naming the bad field (ValueError). */
 void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options);
+
+/*!
+ * \brief `plan` with every figure evaluated at shape variable `values` (variables missing there
+ *        take their upper bound): tensors at their size for those values, storages as
+ *        allocated (those sized at a bound keep it), the totals and the peak-live bound. A
+ *        variable with neither a value nor a bound, or a value outside its bounds, is a
+ *        ValueError naming it.
+ */
+FunctionMemoryPlan EvaluatePlan(const FunctionMemoryPlanObj& plan,
+                                const Map<String, int64_t>& values);
 
 }  // namespace relax
 }  // namespace tvm_memplan
