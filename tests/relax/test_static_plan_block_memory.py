@@ -336,9 +336,10 @@ class TestEscapingTensorIsNotPlanned(PlanCase):
 
     def test_reason(self):
         (plan,) = memory_plan(self.before, pipeline=None)
+        unplanned = {t.binding: t.unplanned for t in plan.tensors}
+        assert unplanned == {"a": "escapes", "b": "returned"}
         reasons = {t.binding: t.reason for t in plan.tensors}
-        assert reasons["a"].startswith("it escapes: passed to the impure operator `relax.print`")
-        assert reasons["b"] == "it reaches the function result"
+        assert "`relax.print`" in reasons["a"]
 
 
 # ---- symbolic sizes -------------------------------------------------------------------------
@@ -685,7 +686,7 @@ def test_devices_and_scopes_without_free_offsets_are_planned_by_the_stock_planne
     after = StaticPlanBlockMemory()(mod)
     tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
     (plan,) = memory_plan(mod, pipeline=None)
-    assert plan.planner == "stock"
+    assert (plan.planner, plan.decision) == ("stock", "no_offsets")
     assert plan.reason.startswith(why)
 
 
@@ -727,13 +728,13 @@ def test_falls_back_to_the_stock_plan_when_it_is_smaller():
     tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
     (plan,) = memory_plan(mod, pipeline=None, alignment=4096)
     assert (plan.planner, plan.planned_bytes, plan.stock_bytes) == ("stock", 4160 + 64, 192)
-    assert plan.reason == "the stock planner allocates less: 192 B against 4224 B"
+    assert plan.decision == "stock_smaller"
 
 
 def test_fall_back_to_stock_can_be_turned_off():
     mod = TestLiveTensorsShareOneStorageAtOffsets.before
     (plan,) = memory_plan(mod, pipeline=None, alignment=4096, fall_back_to_stock=False)
-    assert plan.planner == "memplan"
+    assert (plan.planner, plan.decision) == ("memplan", "fall_back_off")
     after = StaticPlanBlockMemory(alignment=4096, fall_back_to_stock=False)(mod)
     relax.analysis.well_formed(after)
     assert "R.memory.alloc_storage(R.shape([4160])" in after.script()
