@@ -20,6 +20,7 @@
 #include "ir/analyzer.h"
 #include "ir/pass.h"
 #include "ir/scopes.h"
+#include "relax/concat_placement.h"
 #include "relax/memory_plan_model.h"
 #include "relax/offset_packing.h"
 #include "relax/stock_planner.h"
@@ -106,18 +107,48 @@ struct Allocation {
   }
   int64_t storage = -1, offset = 0;
   bool known_type = false;
+  /*! \brief Placed with others by copy-free concatenations: the group, and its offset there. */
+  int64_t group = -1, group_offset = 0;
+};
+
+/*! \brief What the planner asks of the module's PrimFuncs, computed once per PrimFunc. */
+class PrimFuncFacts {
+ public:
+  struct Facts {
+    /*! \brief Per parameter: whether the PrimFunc may write it. */
+    std::vector<bool> written;
+    /*! \brief When the PrimFunc is a concatenation (relax/concat_prim_func.h). */
+    std::optional<ConcatLayout> concat;
+  };
+
+  const Facts& Of(const PrimFunc& prim_func) {
+    auto found = facts_.find(prim_func.get());
+    if (found != facts_.end()) return found->second;
+    Facts facts;
+    facts.written = WrittenParams(prim_func);
+    auto concat = AnalyzeConcatenation(prim_func);
+    if (auto* layout = std::get_if<ConcatLayout>(&concat)) facts.concat = *layout;
+    keep_alive_.push_back(prim_func.ref());
+    return facts_.emplace(prim_func.get(), std::move(facts)).first->second;
+  }
+
+ private:
+  std::unordered_map<const Object*, Facts> facts_;
+  std::vector<ObjectRef> keep_alive_;  // the PrimFuncs keyed by address
 };
 
 class PlanAnalysis {
  public:
   PlanAnalysis(const ObjectRef& gv, const Function& func, const IRModule& mod,
                const MemoryPlanOptionsObj& options, const target::PlanningDevices& devices,
-               StockPlanner* stock)
+               StockPlanner* stock, PrimFuncFacts* prim_funcs)
       : gv_(gv),
         func_(func),
+        functions_(mod.functions()),
         options_(options),
         devices_(devices),
         stock_(stock),
+        prim_funcs_(prim_funcs),
         classifier_(mod.ref(), nullptr,
                     MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
         steps_(FlattenFunction(func)),
@@ -135,16 +166,28 @@ class PlanAnalysis {
       Size(&a);
       Lifetime(&a);
     }
-    // Step 4: storages per (device, scope).
+    // Step 4: copy-free concatenations (relax/concat_placement.h); step 5: storages per
+    // (device, scope).
+    CopyFreeConcatenations();
     std::string device_refusal = Pack();
-    // Step 5: the record and the bound; step 6: the stock planner's figures and the choice.
+    // Step 6: the record and the bound; step 7: the stock planner's figures and the choice.
     MemoryPlan plan = Record();
     bool stock_well_formed = CompareWithStock(&plan, !device_refusal.empty() || compare_with_stock);
     PlannerChoice choice = ChoosePlanner(*plan.record, stock_well_formed, device_refusal, options_);
     plan.record->planner = choice.planner;
     plan.record->decision = choice.decision;
     plan.record->reason = choice.reason;
-    if (plan.record->planner == kStockPlanner) plan.stock_function = stock_->Planned(gv_);
+    if (plan.record->planner == kStockPlanner) {
+      plan.stock_function = stock_->Planned(gv_);
+      plan.dropped_bindings.clear();
+      for (const ObjectRef& record : plan.record->concats) {
+        auto* concat = const_cast<ConcatenationObj*>(record.as<ConcatenationObj>());
+        if (!concat->copy_free) continue;
+        concat->copy_free = false;
+        concat->decision = concat::kStockPlanned;
+        concat->reason = "the function is planned by the stock planner";
+      }
+    }
     return plan;
   }
 
@@ -161,6 +204,7 @@ class PlanAnalysis {
       return;
     }
     const MemoryEffect& effect = *(effects_.back() = classifier_.Classify(*call));
+    RecordWrites(index, *call, effect);
     Value value = flow_.StepValue(index, &effect);
     if (effect.allocator == MemoryEffect::Allocator::kAllocTensor && value.roots.size() == 1) {
       root_allocation_[value.roots[0]] = allocations_.size();
@@ -170,6 +214,33 @@ class PlanAnalysis {
       NameWriter(*call);
     }
     flow_.Define(step.binding->var().ref(), std::move(value));
+  }
+
+  /*!
+   * \brief The roots call `step` may write: a PrimFunc's arguments it stores to (and a
+   *        concatenation is noted for step 4); memory operators and views none; any other
+   *        call every argument.
+   */
+  void RecordWrites(int64_t step, const Call& call, const MemoryEffect& effect) {
+    if (effect.allocator != MemoryEffect::Allocator::kNone ||
+        effect.kind == MemoryEffect::Kind::kView) {
+      return;
+    }
+    Array<ObjectRef> args = call.args();
+    std::optional<PrimFunc> prim_func;
+    if (effect.kind == MemoryEffect::Kind::kUse && classifier_.IsPrimFunc(call.op())) {
+      prim_func = PrimFunc(functions_.at(call.op()));
+    }
+    const PrimFuncFacts::Facts* facts = prim_func ? &prim_funcs_->Of(*prim_func) : nullptr;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (facts && i < facts->written.size() && !facts->written[i]) continue;
+      const Value* value = IsVar(args[i]) ? flow_.Find(args[i].get()) : nullptr;
+      if (value == nullptr) continue;
+      for (RootId root : value->roots) root_writes_[root].push_back(step);
+    }
+    if (facts && facts->concat && facts->concat->bytes.size() + 1 == args.size()) {
+      concat_steps_.push_back(step);
+    }
   }
 
   /*! \brief The callee's name becomes the `op` of the allocations it is first passed. */
@@ -285,6 +356,76 @@ class PlanAnalysis {
 
   // ---- step 4 -------------------------------------------------------------------------------
 
+  /*! \brief Step 4: which concatenations are copy-free (relax/concat_placement.h), and the
+   *         groups of tensors they place together. */
+  void CopyFreeConcatenations() {
+    std::vector<ConcatTensor> tensors;
+    for (const Allocation& a : allocations_) {
+      ConcatTensor t;
+      t.name = a.binding.var().name();
+      t.bytes = a.known_type && !a.symbolic ? a.bytes : -1;
+      t.placed = a.plannable() && t.bytes >= 0;
+      t.device = a.device;
+      t.scope = a.scope;
+      t.first = a.first;
+      t.last = a.last;
+      t.uses = flow_.root(a.root).uses;
+      std::sort(t.uses.begin(), t.uses.end());
+      auto writes = root_writes_.find(a.root);
+      if (writes != root_writes_.end()) t.writes = writes->second;
+      std::sort(t.writes.begin(), t.writes.end());
+      tensors.push_back(std::move(t));
+    }
+    std::vector<ConcatCall> calls;
+    for (int64_t step : concat_steps_) {
+      Call call(steps_[step].expr);
+      ConcatCall c;
+      c.step = step;
+      c.callee = GlobalVarName(call.op());
+      c.layout = *prim_funcs_->Of(PrimFunc(functions_.at(call.op()))).concat;
+      for (const ObjectRef& arg : call.args()) {
+        c.arg_names.push_back(IsVar(arg) ? Var(arg).name() : ToString(arg));
+        c.args.push_back(AllocationOf(arg));
+      }
+      calls.push_back(std::move(c));
+    }
+    ConcatPlacement placement = PlaceConcatenations(tensors, calls, options_.alignment);
+    for (size_t k = 0; k < calls.size(); ++k) {
+      ConcatDecision decision = placement.decisions[k];
+      if (!options_.copy_free_concat && decision.copy_free) {
+        decision = {false, concat::kDisabled, "copy_free_concat=False"};
+      }
+      const ConcatCall& call = calls[k];
+      ffi::ObjectPtr<ConcatenationObj> record = ffi::make_object<ConcatenationObj>();
+      // Tensors by their allocation's name, as PlannedTensor.binding names them.
+      auto name = [&](size_t j) {
+        return call.args[j] >= 0 ? tensors[call.args[j]].name : call.arg_names[j];
+      };
+      record->output = name(call.args.size() - 1);
+      record->callee = call.callee;
+      for (size_t j = 0; j + 1 < call.args.size(); ++j) record->inputs.push_back(name(j));
+      record->axis = call.layout.axis;
+      record->copy_free = decision.copy_free;
+      record->decision = decision.code;
+      record->reason = decision.reason;
+      concat_records_.push_back(ObjectRef(record));
+      if (decision.copy_free) dropped_bindings_.push_back(steps_[call.step].binding->ref());
+    }
+    if (!options_.copy_free_concat) return;
+    for (size_t i = 0; i < allocations_.size(); ++i) {
+      allocations_[i].group = placement.group[i];
+      allocations_[i].group_offset = placement.delta[i];
+    }
+  }
+
+  /*! \brief The allocation `arg` is exactly (a variable holding one whole allocation), or -1. */
+  int64_t AllocationOf(const ObjectRef& arg) const {
+    const Value* value = IsVar(arg) ? flow_.Find(arg.get()) : nullptr;
+    if (value == nullptr || value->fields || value->roots.size() != 1) return -1;
+    auto found = root_allocation_.find(value->roots[0]);
+    return found == root_allocation_.end() ? -1 : static_cast<int64_t>(found->second);
+  }
+
   /*! \brief Storages and offsets; returns why the function must be planned by the stock
    *         planner ("" when it need not). */
   std::string Pack() {
@@ -334,7 +475,8 @@ class PlanAnalysis {
     for (size_t i : members) {
       if (allocations_[i].bytes < 0) continue;
       sized.push_back(i);
-      items.push_back(PackItem{allocations_[i].bytes, allocations_[i].first, allocations_[i].last});
+      const Allocation& a = allocations_[i];
+      items.push_back(PackItem{a.bytes, a.first, a.last, a.group, a.group_offset});
     }
     if (items.empty()) return;
     Packing packing = PackOffsets(items, options_.alignment);
@@ -418,6 +560,8 @@ class PlanAnalysis {
       t->last = a.last;
       t->storage = a.storage;
       t->offset = a.offset;
+      t->group = a.storage >= 0 ? a.group : -1;
+      t->group_offset = a.group_offset;
       t->unplanned = a.unplanned;
       t->reason = a.reason;
       r.tensors.push_back(ObjectRef(t));
@@ -443,6 +587,8 @@ class PlanAnalysis {
     }
     r.storages = Array<ObjectRef>(storages_.begin(), storages_.end());
     r.planned_size = analyzer_.Simplify(planned_size);
+    r.concats = concat_records_;
+    plan.dropped_bindings = dropped_bindings_;
     r.peak_live_bytes = PeakLiveOf(r.tensors);
     for (const Object* var : relied) plan.bound_checks.push_back(bounds_.at(var));
     std::sort(plan.bound_checks.begin(), plan.bound_checks.end(),
@@ -500,9 +646,11 @@ class PlanAnalysis {
 
   ObjectRef gv_;
   Function func_;
+  Map<ObjectRef, ObjectRef> functions_;
   const MemoryPlanOptionsObj& options_;
   const target::PlanningDevices& devices_;
   StockPlanner* stock_;
+  PrimFuncFacts* prim_funcs_;
   MemoryEffects classifier_;
   std::vector<Step> steps_;
   /*! \brief Per step, what its call does to memory (steps binding no call: none). */
@@ -516,6 +664,13 @@ class PlanAnalysis {
   /*! \brief Signature variables with a `tir_var_upper_bound`. */
   std::unordered_map<const Object*, BoundCheck> bounds_;
   std::vector<ffi::ObjectPtr<PlannedTensorObj>> tensor_records_;
+  /*! \brief Per root, the program points of the calls that may write it. */
+  std::unordered_map<RootId, std::vector<int64_t>> root_writes_;
+  /*! \brief Program points of calls of PrimFuncs proven to be concatenations. */
+  std::vector<int64_t> concat_steps_;
+  /*! \brief Their records and decisions (step 4), and the call bindings copy-free ones drop. */
+  Array<ObjectRef> concat_records_;
+  std::vector<ObjectRef> dropped_bindings_;
 };
 
 }  // namespace
@@ -552,6 +707,7 @@ std::vector<MemoryPlan> AnalyzeMemoryPlans(const IRModule& mod, const MemoryPlan
   CheckMemoryPlanOptions(options);
   target::PlanningDevices devices = target::ResolvePlanningDevices(mod.ref());
   StockPlanner stock(mod);
+  PrimFuncFacts prim_funcs;
   // Name order, so that the plans (and the stock runs) do not depend on map iteration.
   std::vector<std::pair<std::string, ObjectRef>> functions;
   for (const auto& [gv, func] : mod.functions()) {
@@ -562,7 +718,8 @@ std::vector<MemoryPlan> AnalyzeMemoryPlans(const IRModule& mod, const MemoryPlan
   std::vector<MemoryPlan> plans;
   for (const auto& [name, gv] : functions) {
     Function func(mod.functions().at(gv));
-    plans.push_back(PlanAnalysis(gv, func, mod, options, devices, &stock).Run(compare_with_stock));
+    plans.push_back(
+        PlanAnalysis(gv, func, mod, options, devices, &stock, &prim_funcs).Run(compare_with_stock));
   }
   return plans;
 }

@@ -45,6 +45,10 @@
  *     planner's (modelled by relax/memory_plan_model.h, and run when the model cannot tell:
  *     relax/stock_planner.h) is planned by the stock planner, unless the stock plan is not well
  *     formed (apache/tvm#20191): ChoosePlanner.
+ *  6. A concatenation whose inputs can sit at their slices of its output is copy-free
+ *     (relax/concat_placement.h gives the conditions): the inputs and the output are packed
+ *     as one group at fixed offsets from each other, and the call is dropped. With groups the
+ *     peak-live bound counts the bytes a group's live tensors cover together.
  */
 #ifndef TVM_MEMPLAN_RELAX_MEMORY_PLAN_ANALYSIS_H_
 #define TVM_MEMPLAN_RELAX_MEMORY_PLAN_ANALYSIS_H_
@@ -76,6 +80,9 @@ struct MemoryPlan {
   std::vector<BoundCheck> bound_checks;
   /*! \brief When the stock planner plans the function: the function as TVM's pass made it. */
   std::optional<ir::relax::Function> stock_function;
+  /*! \brief The calls of copy-free concatenations (relax.Bindings): their outputs already
+   *         hold their inputs, the rewrite drops them. */
+  std::vector<ObjectRef> dropped_bindings;
 };
 
 /*! \brief Which planner plans a function, and why (FunctionMemoryPlan.decision, .reason). */

@@ -30,7 +30,7 @@ int64_t PeakLiveOf(const Array<ObjectRef>& tensors) {
   for (const ObjectRef& item : tensors) {
     const auto* t = item.as<PlannedTensorObj>();
     if (t->storage >= 0 && t->bytes >= 0) {
-      live.push_back(PackItem{t->bytes, t->first, t->last});
+      live.push_back(PackItem{t->bytes, t->first, t->last, t->group, t->group_offset});
     } else if (t->storage < 0 && t->size && AsConstInt(*t->size)) {
       unplanned += t->bytes;
     }
@@ -166,6 +166,10 @@ void MemoryPlanOptionsObj::RegisterReflection() {
               refl::DefaultValue(kPlanAlignment))
       .def_ro("fall_back_to_stock", &MemoryPlanOptionsObj::fall_back_to_stock,
               "Plan a function as TVM's StaticPlanBlockMemory does when that takes fewer bytes.",
+              refl::DefaultValue(true))
+      .def_ro("copy_free_concat", &MemoryPlanOptionsObj::copy_free_concat,
+              "Place the inputs of a concatenation at their slices of its output, where that is "
+              "safe, so that the concatenation copies nothing.",
               refl::DefaultValue(true));
 }
 
@@ -188,6 +192,11 @@ void PlannedTensorObj::RegisterReflection() {
       .def_ro("storage", &PlannedTensorObj::storage,
               "Index in the plan's storages; -1 when the tensor is not planned.")
       .def_ro("offset", &PlannedTensorObj::offset, "Byte offset in the storage.")
+      .def_ro("group", &PlannedTensorObj::group,
+              "The group of tensors a copy-free concatenation places together (they may share "
+              "bytes); -1 when none.")
+      .def_ro("group_offset", &PlannedTensorObj::group_offset,
+              "Byte offset from the start of its group.")
       .def_ro("unplanned", &PlannedTensorObj::unplanned,
               "Why the tensor is not planned (\"\" if it is): \"returned\" (it reaches the "
               "function result), \"escapes\" (an impure call or a closure may keep it), "
@@ -198,6 +207,23 @@ void PlannedTensorObj::RegisterReflection() {
       .def_ro("stock_storage", &PlannedTensorObj::stock_storage,
               "Index in the stock plan's storages; -1 when the stock planner does not plan it "
               "or was not run.");
+}
+
+void ConcatenationObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<ConcatenationObj>()
+      .def_ro("output", &ConcatenationObj::output, "The output tensor's variable.")
+      .def_ro("inputs", &ConcatenationObj::inputs, "The input tensors' variables.")
+      .def_ro("callee", &ConcatenationObj::callee, "The PrimFunc called.")
+      .def_ro("axis", &ConcatenationObj::axis, "The axis concatenated along.")
+      .def_ro("copy_free", &ConcatenationObj::copy_free,
+              "Whether the inputs sit at their slices of the output and the call is dropped.")
+      .def_ro("decision", &ConcatenationObj::decision,
+              "\"copy_free\", or why not: \"not_contiguous\", \"unaligned\", \"not_placed\", "
+              "\"same_tensor\", \"device_or_scope\", \"output_used_before\", "
+              "\"input_written_after\", \"placement_conflict\", \"overwritten_while_read\", "
+              "\"stock_planner\", \"disabled\".")
+      .def_ro("reason", &ConcatenationObj::reason, "Why not copy-free, as a sentence.");
 }
 
 void StorageAllocationObj::RegisterReflection() {
@@ -226,6 +252,8 @@ void FunctionMemoryPlanObj::RegisterReflection() {
       .def_ro("reason", &FunctionMemoryPlanObj::reason, "Why that planner, with the figures.")
       .def_ro("num_points", &FunctionMemoryPlanObj::num_points, "Program points.")
       .def_ro("tensors", &FunctionMemoryPlanObj::tensors, "Every R.builtin.alloc_tensor.")
+      .def_ro("concats", &FunctionMemoryPlanObj::concats,
+              "Every concatenation, and whether it is copy-free.")
       .def_ro("storages", &FunctionMemoryPlanObj::storages, "tvm-memplan's storages.")
       .def_ro("stock_storages", &FunctionMemoryPlanObj::stock_storages,
               "The stock planner's storages (when it was run).")
@@ -267,6 +295,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   MemoryPlanOptionsObj::RegisterReflection();
   PlannedTensorObj::RegisterReflection();
   StorageAllocationObj::RegisterReflection();
+  ConcatenationObj::RegisterReflection();
   FunctionMemoryPlanObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def("tvm_memplan.analysis.memory_plan_at",
                                         [](FunctionMemoryPlan plan, Map<String, int64_t> values) {

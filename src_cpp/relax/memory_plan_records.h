@@ -44,6 +44,22 @@ inline constexpr const char* kStockSmaller = "stock_smaller";
 inline constexpr const char* kNoOffsets = "no_offsets";
 }  // namespace decision
 
+/*! \brief Codes of ConcatPlacement.decision (relax/concat_placement.h gives the rules). */
+namespace concat {
+inline constexpr const char* kCopyFree = "copy_free";
+inline constexpr const char* kNotContiguous = "not_contiguous";
+inline constexpr const char* kUnaligned = "unaligned";
+inline constexpr const char* kNotPlaced = "not_placed";
+inline constexpr const char* kSameTensor = "same_tensor";
+inline constexpr const char* kDevice = "device_or_scope";
+inline constexpr const char* kUsedBefore = "output_used_before";
+inline constexpr const char* kWrittenAfter = "input_written_after";
+inline constexpr const char* kConflict = "placement_conflict";
+inline constexpr const char* kOverwritten = "overwritten_while_read";
+inline constexpr const char* kStockPlanned = "stock_planner";
+inline constexpr const char* kDisabled = "disabled";
+}  // namespace concat
+
 /*! \brief Codes of FunctionMemoryPlan.stock_source. */
 namespace stock_source {
 inline constexpr const char* kModel = "model";
@@ -57,6 +73,8 @@ class MemoryPlanOptionsObj : public ffi::Object {
   int64_t alignment = kPlanAlignment;
   /*! \brief Plan a function as the stock planner does when that takes fewer bytes. */
   bool fall_back_to_stock = true;
+  /*! \brief Make concatenations copy-free where their inputs can sit in the output. */
+  bool copy_free_concat = true;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.MemoryPlanOptions", MemoryPlanOptionsObj,
@@ -92,6 +110,10 @@ class PlannedTensorObj : public ffi::Object {
   /*! \brief Index in the plan's `storages`, or -1 when not planned (see `unplanned`). */
   int64_t storage = -1;
   int64_t offset = 0;
+  /*! \brief Placed with others by copy-free concatenations: the group (-1: none), and its
+   *         offset from the group's start. Tensors of a group may share bytes. */
+  int64_t group = -1;
+  int64_t group_offset = 0;
   /*! \brief Why the tensor is not planned: a code of namespace `unplanned` ("" when it is). */
   String unplanned;
   /*! \brief The same as a sentence naming what keeps it out. */
@@ -101,6 +123,27 @@ class PlannedTensorObj : public ffi::Object {
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.PlannedTensor", PlannedTensorObj,
+                                    ffi::Object);
+};
+
+/*! \brief One concatenation (a call of a PrimFunc proven to be one) and whether it is
+ *         copy-free. */
+class ConcatenationObj : public ffi::Object {
+ public:
+  /*! \brief The output and the inputs: their PlannedTensor.binding, or the argument as written
+   *         when it is not one tensor of the function. */
+  String output;
+  Array<String> inputs;
+  /*! \brief The PrimFunc called. */
+  String callee;
+  int64_t axis = 0;
+  bool copy_free = false;
+  /*! \brief A code of namespace `concat`, and the same as a sentence ("" when copy-free). */
+  String decision;
+  String reason;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.Concatenation", ConcatenationObj,
                                     ffi::Object);
 };
 
@@ -134,6 +177,8 @@ class FunctionMemoryPlanObj : public ffi::Object {
   /*! \brief Program points of the function. */
   int64_t num_points = 0;
   Array<ObjectRef> tensors;
+  /*! \brief Every concatenation, copy-free or not (Concatenation records). */
+  Array<ObjectRef> concats;
   /*! \brief tvm-memplan's storages. */
   Array<ObjectRef> storages;
   /*! \brief The stock planner's storages (filled when the stock planner was run). */

@@ -34,11 +34,23 @@ bool LiveTogether(const PackItem& a, const PackItem& b) {
 class Placer {
  public:
   Placer(const std::vector<PackItem>& items, int64_t alignment)
-      : items_(items), alignment_(alignment), offsets_(items.size(), -1) {}
+      : items_(items), alignment_(alignment), offsets_(items.size(), -1) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].group >= 0) groups_[items[i].group].push_back(i);
+    }
+  }
 
+  /*! \brief Place item `i` (with its group, if it has one and that is not placed yet). */
+  void Place(size_t i, bool best_fit) {
+    if (placed(i)) return;
+    if (items_[i].group >= 0) return PlaceGroup(groups_.at(items_[i].group));
+    PlaceOne(i, best_fit);
+  }
+
+ private:
   /*! \brief Place item `i`: in the smallest gap that holds it (best fit) or the lowest one
    *         (first fit), else above every overlapping item. */
-  void Place(size_t i, bool best_fit) {
+  void PlaceOne(size_t i, bool best_fit) {
     const PackItem& item = items_[i];
     if (item.bytes == 0) {
       offsets_[i] = 0;
@@ -67,6 +79,40 @@ class Placer {
     placed_.push_back(i);
   }
 
+  /*! \brief Place a group at the lowest aligned offset where none of its items overlaps an
+   *         item placed before (first fit: a group is rarely worth a gap search). */
+  void PlaceGroup(const std::vector<size_t>& members) {
+    // Offsets the group may not start in: (begin, end), open at both ends.
+    std::vector<std::pair<int64_t, int64_t>> forbidden;
+    std::vector<int64_t> candidates{0};
+    for (size_t m : members) {
+      const PackItem& member = items_[m];
+      if (member.bytes == 0) continue;
+      for (size_t j : placed_) {
+        if (items_[j].bytes == 0 || !LiveTogether(member, items_[j])) continue;
+        int64_t end = offsets_[j] + items_[j].bytes - member.delta;
+        forbidden.emplace_back(offsets_[j] - member.delta - member.bytes, end);
+        if (end > 0) candidates.push_back(AlignUp(end, alignment_));
+      }
+    }
+    std::sort(candidates.begin(), candidates.end());
+    int64_t base = candidates.back();
+    for (int64_t candidate : candidates) {
+      bool free = std::none_of(forbidden.begin(), forbidden.end(), [&](const auto& f) {
+        return f.first < candidate && candidate < f.second;
+      });
+      if (free) {
+        base = candidate;
+        break;
+      }
+    }
+    for (size_t m : members) {
+      offsets_[m] = base + items_[m].delta;
+      placed_.push_back(m);
+    }
+  }
+
+ public:
   bool placed(size_t i) const { return offsets_[i] >= 0; }
 
   Packing Result(std::string algorithm) const {
@@ -85,6 +131,8 @@ class Placer {
   std::vector<int64_t> offsets_;
   std::vector<size_t> placed_;
   std::vector<size_t> neighbours_;
+  /*! \brief Group -> its items. */
+  std::map<int64_t, std::vector<size_t>> groups_;
 };
 
 /*! \brief Items by decreasing size; equal sizes in program order (so that tensors of one size
@@ -143,7 +191,51 @@ Packing GreedyByBreadth(const std::vector<PackItem>& items, int64_t alignment) {
 
 }  // namespace
 
-int64_t PeakLiveBytes(const std::vector<PackItem>& items) {
+namespace {
+
+/*! \brief The items of each group replaced by the bytes their live members cover together, one
+ *         item per stretch of program points over which the live members do not change. */
+std::vector<PackItem> MergeGroups(const std::vector<PackItem>& items) {
+  std::vector<PackItem> merged;
+  std::map<int64_t, std::vector<const PackItem*>> groups;
+  for (const PackItem& item : items) {
+    if (item.group < 0) {
+      merged.push_back(item);
+    } else {
+      groups[item.group].push_back(&item);
+    }
+  }
+  for (const auto& [group, members] : groups) {
+    std::vector<int64_t> cuts;  // points where the live members change
+    for (const PackItem* m : members) {
+      cuts.push_back(m->first);
+      cuts.push_back(m->last + 1);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      for (const PackItem* m : members) {
+        if (m->first <= cuts[k] && cuts[k] <= m->last && m->bytes > 0) {
+          ranges.emplace_back(m->delta, m->delta + m->bytes);
+        }
+      }
+      std::sort(ranges.begin(), ranges.end());
+      int64_t covered = 0, end = std::numeric_limits<int64_t>::min();
+      for (const auto& [begin, stop] : ranges) {
+        covered += std::max<int64_t>(0, stop - std::max(begin, end));
+        end = std::max(end, stop);
+      }
+      if (covered > 0) merged.push_back(PackItem{covered, cuts[k], cuts[k + 1] - 1});
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+int64_t PeakLiveBytes(const std::vector<PackItem>& all_items) {
+  std::vector<PackItem> items = MergeGroups(all_items);
   std::vector<std::pair<int64_t, int64_t>> events;  // (point, +bytes at first / -bytes after last)
   events.reserve(items.size() * 2);
   for (const PackItem& item : items) {
@@ -205,6 +297,10 @@ bool IsValidPacking(const std::vector<PackItem>& items, const Packing& packing, 
       return false;
     }
     for (size_t j = 0; j < i; ++j) {
+      if (items[i].group >= 0 && items[i].group == items[j].group) {
+        if (offset - packing.offsets[j] != items[i].delta - items[j].delta) return false;
+        continue;
+      }
       if (items[i].bytes == 0 || items[j].bytes == 0 || !LiveTogether(items[i], items[j])) {
         continue;
       }
@@ -215,23 +311,39 @@ bool IsValidPacking(const std::vector<PackItem>& items, const Packing& packing, 
   return true;
 }
 
+namespace {
+
+/*! \brief Items from (bytes, first, last) or (bytes, first, last, group, delta) tuples. */
+std::vector<PackItem> ItemsOf(const tvm::ffi::Array<tvm::ffi::Array<int64_t>>& tuples) {
+  std::vector<PackItem> items;
+  for (const auto& t : tuples) {
+    PackItem item{t[0], t[1], t[2]};
+    if (t.size() == 5) {
+      item.group = t[3];
+      item.delta = t[4];
+    }
+    items.push_back(item);
+  }
+  return items;
+}
+
+}  // namespace
+
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // The packing alone, for property tests: items as (bytes, first, last) triples.
+  // The packing alone, for property tests.
   tvm::ffi::reflection::GlobalDef()
       .def("tvm_memplan.testing.pack_offsets",
-           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> triples, int64_t alignment) {
-             std::vector<PackItem> items;
-             for (const auto& t : triples) items.push_back(PackItem{t[0], t[1], t[2]});
+           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples, int64_t alignment) {
+             std::vector<PackItem> items = ItemsOf(tuples);
              Packing packing = PackOffsets(items, alignment);
              return tvm::ffi::Array<tvm::ffi::Any>{
                  tvm::ffi::Array<int64_t>(packing.offsets.begin(), packing.offsets.end()),
-                 packing.bytes, tvm::ffi::String(packing.algorithm)};
+                 packing.bytes, tvm::ffi::String(packing.algorithm),
+                 IsValidPacking(items, packing, alignment)};
            })
       .def("tvm_memplan.testing.peak_live_bytes",
-           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> triples) {
-             std::vector<PackItem> items;
-             for (const auto& t : triples) items.push_back(PackItem{t[0], t[1], t[2]});
-             return PeakLiveBytes(items);
+           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples) {
+             return PeakLiveBytes(ItemsOf(tuples));
            });
 }
 

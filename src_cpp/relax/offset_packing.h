@@ -17,7 +17,9 @@
  * ExecuTorch keep such a choice too): by size with best fit (each tensor, largest first, goes
  * into the smallest gap between the tensors placed so far that overlap it in time), and by
  * breadth (program points with the most live bytes first). The search stops as soon as a
- * result reaches the peak-live bound, which no placement can beat.
+ * result reaches the peak-live bound, which no placement can beat. A group is placed whole when
+ * the first of its items comes up, at the lowest offset where none of its items overlaps an
+ * item placed before.
  */
 #ifndef TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_
 #define TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_
@@ -29,11 +31,18 @@
 namespace tvm_memplan {
 namespace relax {
 
-/*! \brief One tensor to place: `bytes` live over program points [first, last]. */
+/*!
+ * \brief One tensor to place: `bytes` live over program points [first, last]. Items of one
+ *        `group` (>= 0) are placed together, each at `delta` bytes from the group's place, and
+ *        may share bytes with each other (a copy-free concatenation: each input inside its
+ *        output); `delta` is a multiple of the alignment.
+ */
 struct PackItem {
   int64_t bytes = 0;
   int64_t first = 0;
   int64_t last = 0;
+  int64_t group = -1;
+  int64_t delta = 0;
 };
 
 /*! \brief A placement: one offset per item (a multiple of the alignment) and the size. */
@@ -45,14 +54,16 @@ struct Packing {
   std::string algorithm;
 };
 
-/*! \brief The most bytes live at one program point: no placement is smaller. */
+/*! \brief The most bytes live at one program point (the bytes of a group's live items counted
+ *         once where they overlap): no placement is smaller. */
 int64_t PeakLiveBytes(const std::vector<PackItem>& items);
 
 /*! \brief The smallest placement found; `alignment` (a power of two) divides every offset. */
 Packing PackOffsets(const std::vector<PackItem>& items, int64_t alignment);
 
-/*! \brief Whether a placement is valid: aligned offsets and no two items overlapping in both
- *         time and bytes (for tests, and as the planner's own check). */
+/*! \brief Whether a placement is valid: aligned offsets, the items of a group at their deltas
+ *         from each other, and no two other items overlapping in both time and bytes (for
+ *         tests, and as the planner's own check). */
 bool IsValidPacking(const std::vector<PackItem>& items, const Packing& packing, int64_t alignment);
 
 }  // namespace relax

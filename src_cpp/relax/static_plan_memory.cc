@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "ir/dump.h"
@@ -91,6 +92,7 @@ class PlanApplier {
       const auto* tensor = record.tensors[i].as<PlannedTensorObj>();
       if (tensor->storage >= 0) placed_[plan.bindings[i].get()] = tensor;
     }
+    for (const ObjectRef& binding : plan.dropped_bindings) dropped_.insert(binding.get());
   }
 
   /*! \brief `func` with its tensors placed, and the storages allocated at its start (so a
@@ -113,6 +115,8 @@ class PlanApplier {
   }
 
   void Rebind(const Binding& binding, Array<ObjectRef>* out) const {
+    // A copy-free concatenation: its output already holds its inputs.
+    if (dropped_.count(binding.get())) return;
     auto found = placed_.find(binding.get());
     if (found != placed_.end()) {
       const PlannedTensorObj& tensor = *found->second;
@@ -155,6 +159,7 @@ class PlanApplier {
   Array<ObjectRef> storage_bindings_;
   std::vector<ObjectRef> storage_vars_;
   std::unordered_map<const Object*, const PlannedTensorObj*> placed_;
+  std::unordered_set<const Object*> dropped_;
 };
 
 }  // namespace

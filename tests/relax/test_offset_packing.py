@@ -53,7 +53,8 @@ SIZES = {
 @pytest.mark.parametrize("seed", range(40))
 def test_random_lifetimes_pack_without_overlap_and_not_below_the_bound(kind, seed):
     items = _items(seed, count=int(5 + seed * 3), points=60, sizes=SIZES[kind])
-    offsets, size, algorithm = pack_offsets(items, 64)
+    offsets, size, algorithm, valid = pack_offsets(items, 64)
+    assert valid
     _check(items, list(offsets), int(size), 64)
     bound = _bound(items)
     assert peak_live_bytes(items) == bound
@@ -69,7 +70,7 @@ def test_random_lifetimes_pack_close_to_the_bound():
     for seed in range(200):
         for sizes in SIZES.values():
             items = _items(1000 + seed, count=40, points=80, sizes=sizes)
-            _, size, _ = pack_offsets(items, 64)
+            _, size, _, _ = pack_offsets(items, 64)
             ratios.append(int(size) / _bound(items))
     ratios = np.array(ratios)
     assert ratios.min() >= 1.0
@@ -81,16 +82,71 @@ def test_random_lifetimes_pack_close_to_the_bound():
 @pytest.mark.parametrize("alignment", [64, 128, 4096])
 def test_offsets_are_multiples_of_the_alignment(alignment):
     items = _items(7, count=30, points=20, sizes=[100, 64, 1000, 7])
-    offsets, size, _ = pack_offsets(items, alignment)
+    offsets, size, _, _ = pack_offsets(items, alignment)
     _check(items, list(offsets), int(size), alignment)
 
 
 def test_tensors_live_one_after_the_other_share_bytes():
-    offsets, size, _ = pack_offsets([(256, 0, 2), (128, 1, 3), (256, 3, 4)], 64)
+    offsets, size, _, _ = pack_offsets([(256, 0, 2), (128, 1, 3), (256, 3, 4)], 64)
     assert list(offsets) == [0, 256, 0]
     assert size == 384 == peak_live_bytes([(256, 0, 2), (128, 1, 3), (256, 3, 4)])
 
 
 def test_empty_tensors_take_no_bytes():
-    offsets, size, _ = pack_offsets([(0, 0, 5), (64, 0, 5)], 64)
+    offsets, size, _, _ = pack_offsets([(0, 0, 5), (64, 0, 5)], 64)
     assert int(size) == 64
+
+
+# ---- groups: items placed together at fixed deltas (copy-free concatenations) ---------------
+
+
+def _grouped_items(seed: int):
+    """Random lifetimes plus concatenation groups: an output of several 64-byte multiples, live
+    from its point on, and inputs tiling it, each live from earlier up to the output's point."""
+    rng = np.random.default_rng(seed)
+    items = [(*item, -1, 0) for item in _items(seed, count=10 + seed, points=60, sizes=[64, 256])]
+    for group in range(int(rng.integers(1, 4))):
+        at = int(rng.integers(5, 50))
+        parts = [64 * int(rng.integers(1, 5)) for _ in range(int(rng.integers(2, 4)))]
+        items.append((sum(parts), at, min(59, at + int(rng.integers(0, 8))), group, 0))
+        delta = 0
+        for part in parts:
+            items.append((part, int(rng.integers(0, at + 1)), at, group, delta))
+            delta += part
+    return items
+
+
+def _grouped_bound(items):
+    """Independently: per point, ungrouped bytes plus each group's covered bytes."""
+    points = max(item[2] for item in items) + 1
+    live = [0] * points
+    for p in range(points):
+        covered = {}
+        for nbytes, first, last, group, delta in items:
+            if not first <= p <= last:
+                continue
+            if group < 0:
+                live[p] += nbytes
+            else:
+                covered.setdefault(group, set()).update(range(delta, delta + nbytes))
+        live[p] += sum(len(c) for c in covered.values())
+    return max(live)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_groups_pack_at_their_deltas_without_overlapping_others(seed):
+    items = _grouped_items(seed)
+    offsets, size, _, valid = pack_offsets(items, 64)
+    assert valid
+    offsets = list(offsets)
+    for i, (bi, fi, li, gi, di) in enumerate(items):
+        assert offsets[i] % 64 == 0 and offsets[i] + bi <= size
+        for j in range(i):
+            bj, fj, lj, gj, dj = items[j]
+            if gi >= 0 and gi == gj:
+                assert offsets[i] - offsets[j] == di - dj
+            elif bi and bj and fi <= lj and fj <= li:
+                assert offsets[i] + bi <= offsets[j] or offsets[j] + bj <= offsets[i]
+    bound = _grouped_bound(items)
+    assert peak_live_bytes(items) == bound
+    assert size >= bound

@@ -16,7 +16,8 @@ SEEDS = range(40)
 def check_plan(plan) -> None:
     """Invariants of a plan, checked from its records alone: every planned tensor inside its
     storage at an aligned offset, no two tensors of one storage live at the same point sharing
-    a byte, and no fewer bytes than the bound."""
+    a byte (but those a copy-free concatenation groups, which keep their offsets from each
+    other), and no fewer bytes than the bound."""
     by_storage = {}
     for tensor in plan.tensors:
         if tensor.planned:
@@ -27,7 +28,9 @@ def check_plan(plan) -> None:
             if storage.bytes >= 0:
                 assert a.offset % 64 == 0 and a.offset + a.bytes <= storage.bytes
             for b in tensors[:i]:
-                if a.first <= b.last and b.first <= a.last:
+                if a.group >= 0 and a.group == b.group:
+                    assert a.offset - b.offset == a.group_offset - b.group_offset
+                elif a.first <= b.last and b.first <= a.last:
                     assert a.offset + a.bytes <= b.offset or b.offset + b.bytes <= a.offset, (
                         f"{a.binding} and {b.binding} overlap in storage {index}"
                     )

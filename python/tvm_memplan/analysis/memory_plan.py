@@ -9,10 +9,11 @@ import tvm_ffi
 
 from .. import _lib  # noqa: F401  (registers the record types before they are bound below)
 from ..instrument import capture
-from ..transform.static_plan_block_memory import MemoryPlanOptions, _check_int
+from ..transform.static_plan_block_memory import memory_plan_options
 from . import _ffi_api
 
 __all__ = [
+    "Concatenation",
     "FunctionMemoryPlan",
     "PlannedTensor",
     "StorageAllocation",
@@ -31,6 +32,11 @@ class PlannedTensor(tvm_ffi.Object):
     def planned(self) -> bool:
         """Whether tvm-memplan's planner gives it a place in one of its storages."""
         return self.storage >= 0
+
+
+@tvm_ffi.register_object("tvm_memplan.relax.Concatenation")
+class Concatenation(tvm_ffi.Object):
+    """One concatenation and whether the planner makes it copy-free."""
 
 
 @tvm_ffi.register_object("tvm_memplan.relax.StorageAllocation")
@@ -83,8 +89,9 @@ def memory_plan(
     target="llvm",
     *,
     pipeline: str | None = "default",
-    alignment: int = 64,
-    fall_back_to_stock: bool = True,
+    alignment: int | None = None,
+    fall_back_to_stock: bool | None = None,
+    copy_free_concat: bool | None = None,
 ) -> list[FunctionMemoryPlan]:
     """The plan of every Relax function of ``mod``, in name order.
 
@@ -97,11 +104,14 @@ def memory_plan(
         raise TypeError(f"memory_plan expects a tvm.IRModule, got {type(mod).__name__}")
     if pipeline not in ("default", None):
         raise ValueError(f'pipeline must be "default" or None, got {pipeline!r}')
-    _check_int("alignment", alignment)
+    options = memory_plan_options(
+        alignment=alignment,
+        fall_back_to_stock=fall_back_to_stock,
+        copy_free_concat=copy_free_concat,
+    )
     target = tvm.target.Target(target)
     if pipeline == "default":
         mod = planner_input(mod, target)
-    options = MemoryPlanOptions(alignment=alignment, fall_back_to_stock=bool(fall_back_to_stock))
     with target:
         return list(_ffi_api.memory_plan(mod, options))
 

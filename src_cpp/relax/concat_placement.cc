@@ -1,0 +1,248 @@
+/*!
+ * \file relax/concat_placement.cc
+ * \brief Which concatenations are copy-free, and where their tensors go.
+ */
+#include "relax/concat_placement.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "ir/expr.h"
+#include "relax/memory_plan_records.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using ir::Quoted;
+
+namespace {
+
+/*! \brief Union-find where each tensor knows its byte offset from its set's representative. */
+class OffsetSets {
+ public:
+  explicit OffsetSets(size_t n) : parent_(n), offset_(n, 0) {
+    for (size_t i = 0; i < n; ++i) parent_[i] = static_cast<int64_t>(i);
+  }
+
+  /*! \brief (representative, offset of `t` from it). */
+  std::pair<int64_t, int64_t> Find(int64_t t) const {
+    int64_t offset = 0;
+    while (parent_[t] != t) {
+      offset += offset_[t];
+      t = parent_[t];
+    }
+    return {t, offset};
+  }
+
+  /*! \brief Require offset(a) - offset(b) == delta; false (and no change) when that
+   *         contradicts what is known. */
+  bool Relate(int64_t a, int64_t b, int64_t delta) {
+    auto [ra, oa] = Find(a);
+    auto [rb, ob] = Find(b);
+    if (ra == rb) return oa - ob == delta;
+    parent_[ra] = rb;
+    offset_[ra] = ob + delta - oa;
+    return true;
+  }
+
+ private:
+  std::vector<int64_t> parent_;
+  std::vector<int64_t> offset_;
+};
+
+bool Overlap(int64_t a, int64_t a_bytes, int64_t b, int64_t b_bytes) {
+  return a < b + b_bytes && b < a + a_bytes;
+}
+
+class Placer {
+ public:
+  Placer(const std::vector<ConcatTensor>& tensors, const std::vector<ConcatCall>& calls,
+         int64_t alignment)
+      : tensors_(tensors), calls_(calls), alignment_(alignment) {}
+
+  ConcatPlacement Run() {
+    ConcatPlacement result;
+    for (const ConcatCall& call : calls_) result.decisions.push_back(CheckAlone(call));
+    // Rules 4 and 5 look at the copy-free concatenations together: refuse one at a time.
+    while (true) {
+      Groups(&result);
+      std::optional<std::pair<size_t, std::string>> refused = CheckGroups(result);
+      if (!refused) break;
+      ConcatDecision& decision = result.decisions[refused->first];
+      decision.copy_free = false;
+      decision.code =
+          refused->second.rfind("conflict:", 0) == 0 ? concat::kConflict : concat::kOverwritten;
+      decision.reason = refused->second.substr(refused->second.find(':') + 2);
+    }
+    return result;
+  }
+
+ private:
+  ConcatDecision Refuse(const char* code, std::string reason) const {
+    return ConcatDecision{false, code, std::move(reason)};
+  }
+
+  /*! \brief Rules 1 to 3, for one concatenation on its own. */
+  ConcatDecision CheckAlone(const ConcatCall& call) const {
+    const ConcatLayout& layout = call.layout;
+    if (!layout.contiguous) return Refuse(concat::kNotContiguous, layout.not_contiguous);
+    size_t n = call.args.size() - 1;
+    for (size_t j = 0; j < n; ++j) {
+      if (layout.byte_offsets[j] % alignment_ != 0) {
+        return Refuse(concat::kUnaligned,
+                      "the slice of " + Quoted(call.arg_names[j]) + " starts at byte " +
+                          std::to_string(layout.byte_offsets[j]) + ", not a multiple of the " +
+                          std::to_string(alignment_) + "-byte alignment");
+      }
+    }
+    std::set<int64_t> seen;
+    for (size_t j = 0; j <= n; ++j) {
+      int64_t t = call.args[j];
+      if (t < 0 || !tensors_[t].placed) {
+        return Refuse(concat::kNotPlaced,
+                      Quoted(call.arg_names[j]) +
+                          " is not a tensor the planner places here (a parameter, a constant, "
+                          "a view, returned, escaping, or of symbolic size)");
+      }
+      if (!seen.insert(t).second) {
+        return Refuse(concat::kSameTensor, Quoted(call.arg_names[j]) + " is passed more than once");
+      }
+      const ConcatTensor& tensor = tensors_[t];
+      const ConcatTensor& output = tensors_[call.args[n]];
+      if (tensor.device != output.device || tensor.scope != output.scope) {
+        return Refuse(concat::kDevice, Quoted(call.arg_names[j]) +
+                                           " is on another device or storage scope than the "
+                                           "output");
+      }
+    }
+    const ConcatTensor& output = tensors_[call.args[n]];
+    for (int64_t use : output.uses) {
+      if (use < call.step) {
+        return Refuse(concat::kUsedBefore,
+                      "the output " + Quoted(output.name) + " is used before the concatenation");
+      }
+    }
+    for (size_t j = 0; j < n; ++j) {
+      const ConcatTensor& input = tensors_[call.args[j]];
+      for (int64_t write : input.writes) {
+        if (write > call.step) {
+          return Refuse(concat::kWrittenAfter,
+                        Quoted(input.name) + " is written after the concatenation (point " +
+                            std::to_string(write) + "), which would change the output");
+        }
+      }
+    }
+    return ConcatDecision{true, concat::kCopyFree, ""};
+  }
+
+  /*! \brief Rule 4: tensors grouped by the copy-free concatenations, in program order. */
+  void Groups(ConcatPlacement* result) {
+    OffsetSets sets(tensors_.size());
+    for (size_t c = 0; c < calls_.size(); ++c) {
+      ConcatDecision& decision = result->decisions[c];
+      if (!decision.copy_free) continue;
+      const ConcatCall& call = calls_[c];
+      size_t n = call.args.size() - 1;
+      OffsetSets trial = sets;
+      bool agrees = true;
+      for (size_t j = 0; j < n && agrees; ++j) {
+        agrees = trial.Relate(call.args[j], call.args[n], call.layout.byte_offsets[j]);
+      }
+      if (!agrees) {
+        decision = Refuse(concat::kConflict,
+                          "an input already has another place in the memory of an earlier "
+                          "copy-free concatenation");
+        continue;
+      }
+      sets = trial;
+    }
+    // Groups of two or more, offsets made non-negative.
+    std::map<int64_t, std::vector<int64_t>> members;
+    for (size_t t = 0; t < tensors_.size(); ++t) {
+      members[sets.Find(static_cast<int64_t>(t)).first].push_back(static_cast<int64_t>(t));
+    }
+    result->group.assign(tensors_.size(), -1);
+    result->delta.assign(tensors_.size(), 0);
+    int64_t next = 0;
+    for (const auto& [root, ts] : members) {
+      if (ts.size() < 2) continue;
+      int64_t low = 0;
+      for (int64_t t : ts) low = std::min(low, sets.Find(t).second);
+      for (int64_t t : ts) {
+        result->group[t] = next;
+        result->delta[t] = sets.Find(t).second - low;
+      }
+      ++next;
+    }
+  }
+
+  /*! \brief Rule 5; on a violation, the concatenation to refuse and why ("conflict: ..." or
+   *         "overwritten: ..."). */
+  std::optional<std::pair<size_t, std::string>> CheckGroups(const ConcatPlacement& result) const {
+    std::vector<int64_t> made_by(tensors_.size(), -1);  // tensor -> copy-free call making it
+    for (size_t c = 0; c < calls_.size(); ++c) {
+      if (result.decisions[c].copy_free) made_by[calls_[c].args.back()] = static_cast<int64_t>(c);
+    }
+    auto shares_bytes = [&](int64_t a, int64_t b) {
+      return result.group[a] >= 0 && result.group[a] == result.group[b] &&
+             Overlap(result.delta[a], tensors_[a].bytes, result.delta[b], tensors_[b].bytes);
+    };
+    // The latest copy-free concatenation reading `t`, the one that put it in its group.
+    auto placing_call = [&](int64_t t) {
+      int64_t found = -1;
+      for (size_t c = 0; c < calls_.size(); ++c) {
+        const std::vector<int64_t>& args = calls_[c].args;
+        if (result.decisions[c].copy_free && std::count(args.begin(), args.end() - 1, t)) {
+          found = static_cast<int64_t>(c);
+        }
+      }
+      return found;
+    };
+    for (size_t a = 0; a < tensors_.size(); ++a) {
+      for (size_t b = 0; b < tensors_.size(); ++b) {
+        if (a == b || !shares_bytes(a, b)) continue;
+        if (a < b && made_by[a] < 0 && made_by[b] < 0) {
+          int64_t c = std::max(placing_call(a), placing_call(b));
+          return std::make_pair(static_cast<size_t>(c),
+                                "conflict: " + Quoted(tensors_[a].name) + " and " +
+                                    Quoted(tensors_[b].name) +
+                                    " would share bytes although kernels write both");
+        }
+        // A write into `a` (not the one producing it) while `b`, defined before, is still read.
+        const ConcatTensor& written = tensors_[a];
+        const ConcatTensor& reader = tensors_[b];
+        if (reader.writes.empty()) continue;
+        int64_t defined = reader.writes.front();
+        for (size_t k = 1; k < written.writes.size(); ++k) {
+          int64_t w = written.writes[k];
+          if (defined < w && reader.last >= w) {
+            int64_t c = made_by[b] >= 0 ? made_by[b] : made_by[a];
+            if (c < 0) c = std::max(placing_call(a), placing_call(b));
+            return std::make_pair(static_cast<size_t>(c),
+                                  "overwritten: " + Quoted(written.name) + " is written at point " +
+                                      std::to_string(w) + " while " + Quoted(reader.name) +
+                                      ", which shares its bytes, is still read");
+          }
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  const std::vector<ConcatTensor>& tensors_;
+  const std::vector<ConcatCall>& calls_;
+  int64_t alignment_;
+};
+
+}  // namespace
+
+ConcatPlacement PlaceConcatenations(const std::vector<ConcatTensor>& tensors,
+                                    const std::vector<ConcatCall>& calls, int64_t alignment) {
+  return Placer(tensors, calls, alignment).Run();
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

@@ -1,0 +1,313 @@
+/*!
+ * \file relax/concat_prim_func.cc
+ * \brief The access proof that a PrimFunc concatenates its inputs into slices of its output.
+ */
+#include "relax/concat_prim_func.h"
+
+#include <tvm/ffi/reflection/registry.h>
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <unordered_set>
+#include <utility>
+
+#include "ir/visitor.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+
+namespace {
+
+/*! \brief Why `value` is not an `if_then_else` chain of input loads, or nullopt when it is. */
+std::optional<std::string> CheckSelection(const ObjectRef& value) {
+  if (std::optional<Call> call = As<Call>(value)) {
+    if (!call->IsOp(schema::op::IfThenElseExpr) || call->args().size() != 3) {
+      return "the stored value computes (" + call->op_name() + "), it does not only select";
+    }
+    bool reads = false;
+    ffi::StructuralVisit(call->args()[0],
+                         [&](const ObjectRef& n,
+                             ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+                           if (Is<BufferLoad>(n)) reads = true;
+                           if (!reads && n.defined()) engine->DefaultVisitExpected(n).value();
+                           return std::nullopt;
+                         });
+    if (reads) return std::string("a condition of the stored value reads a buffer");
+    if (std::optional<std::string> why = CheckSelection(call->args()[1])) return why;
+    return CheckSelection(call->args()[2]);
+  }
+  if (!Is<BufferLoad>(value)) return std::string("the stored value is not a load of an input");
+  return std::nullopt;
+}
+
+/*! \brief Reads the slices off the single block writing the output. */
+class ConcatCheck : public ScopedVisitor {
+ public:
+  ConcatCheck(Analyzer* analyzer, std::vector<Buffer> inputs, Buffer output)
+      : ScopedVisitor(analyzer), inputs_(std::move(inputs)), output_(std::move(output)) {}
+
+  std::variant<ConcatLayout, std::string> Check(const PrimFunc& func) {
+    Run(func);
+    if (failure_) return *failure_;
+    if (!store_indices_) return std::string("the PrimFunc does not write its output");
+    shifts_.resize(inputs_.size());
+    std::optional<int64_t> axis;
+    for (size_t j = 0; j < inputs_.size(); ++j) {
+      if (shifts_[j].empty()) return "input " + Quoted(inputs_[j].name()) + " is never read";
+      for (size_t d = 0; d < shifts_[j].size(); ++d) {
+        if (shifts_[j][d] == 0) continue;
+        if (axis && *axis != static_cast<int64_t>(d)) {
+          return std::string("the inputs are shifted along more than one axis");
+        }
+        axis = static_cast<int64_t>(d);
+      }
+    }
+    if (!axis) return std::string("no input is shifted: not a concatenation of several inputs");
+    Analyzer analyzer;
+    for (const Buffer& input : inputs_) {
+      for (size_t d = 0; d < input.shape().size(); ++d) {
+        if (static_cast<int64_t>(d) != *axis &&
+            !analyzer.CanProveEqual(input.shape()[d], output_.shape()[d])) {
+          return "input " + Quoted(input.name()) + " differs from the output off the axis";
+        }
+      }
+    }
+    // The slices, each within the output, must tile the axis: then the leaves' regions (which
+    // partition the axis, being an if_then_else chain) are exactly the slices.
+    std::vector<size_t> order(inputs_.size());
+    std::iota(order.begin(), order.end(), 0);
+    auto start = [&](size_t j) { return shifts_[j][*axis]; };
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return start(a) < start(b); });
+    int64_t next = 0;
+    for (size_t j : order) {
+      if (start(j) != next) return std::string("the slices do not tile the axis");
+      next += *AsConstInt(inputs_[j].shape()[*axis]);
+    }
+    if (next != *AsConstInt(output_.shape()[*axis])) {
+      return std::string("the slices do not tile the axis");
+    }
+    ConcatLayout layout;
+    layout.axis = *axis;
+    Array<ObjectRef> shape = output_.shape();
+    for (int64_t d = 0; d < layout.axis && layout.contiguous; ++d) {
+      if (AsConstInt(shape[d]) != 1) {
+        layout.contiguous = false;
+        layout.not_contiguous = "dimension " + std::to_string(d) + " before axis " +
+                                std::to_string(layout.axis) + " has extent " +
+                                std::to_string(*AsConstInt(shape[d])) +
+                                ", not 1: the slices are not contiguous";
+      }
+    }
+    int64_t inner = DTypeBytes(output_.dtype());
+    for (size_t d = layout.axis + 1; d < shape.size(); ++d) inner *= *AsConstInt(shape[d]);
+    for (size_t j = 0; j < inputs_.size(); ++j) {
+      layout.byte_offsets.push_back(start(j) * inner);
+      layout.bytes.push_back(*inputs_[j].ConstSizeBytes());
+    }
+    return layout;
+  }
+
+ private:
+  void Fail(const std::string& why) {
+    if (!failure_) failure_ = why;
+  }
+
+  int InputIndex(const Buffer& buffer) const {
+    for (size_t j = 0; j < inputs_.size(); ++j) {
+      if (inputs_[j].same_as(buffer)) return static_cast<int>(j);
+    }
+    return -1;
+  }
+
+  void OnStore(const BufferStore& store) override {
+    if (!store.buffer().same_as(output_)) return Fail("the PrimFunc writes a buffer of its own");
+    if (store_indices_) return Fail("the output is written by more than one statement");
+    store_indices_ = store.indices();
+    if (!realize_ || !realize_->block().body().same_as(store.ref())) {
+      return Fail("the output is not written by a single-store block");
+    }
+    if (std::optional<std::string> why = CheckSelection(store.value())) return Fail(*why);
+    CheckOneWritePerElement(*realize_, store);
+  }
+
+  /*! \brief Indices = the block's iteration variables, bound one to one to loops over the whole
+   *         output, under no predicate and no other loop. */
+  void CheckOneWritePerElement(const SBlockRealize& realize, const BufferStore& store) {
+    SBlock block = realize.block();
+    if (block.init().defined()) return Fail("the writing block is a reduction");
+    if (AsConstInt(realize.predicate()).value_or(0) != 1) return Fail("the block has a predicate");
+    Array<ObjectRef> iter_vars = block.iter_vars();
+    Array<ObjectRef> values = realize.iter_values();
+    Array<ObjectRef> indices = store.indices();
+    Array<ObjectRef> shape = output_.shape();
+    if (loops().size() != indices.size() || iter_vars.size() != indices.size()) {
+      return Fail("the writing block's loops do not match the output's dimensions");
+    }
+    for (size_t d = 0; d < indices.size(); ++d) {
+      IterVar iter(iter_vars[d]);
+      const LoopScope& loop = loops()[d];
+      Range dom(iter.dom());
+      bool exact = iter.var().same_as(indices[d]) && values[d].same_as(loop.var) &&
+                   AsConstInt(dom.min()) == 0 && AsConstInt(loop.min) == 0 &&
+                   AsConstInt(dom.extent()) == AsConstInt(shape[d]) &&
+                   AsConstInt(loop.extent) == AsConstInt(shape[d]) && AsConstInt(shape[d]);
+      if (!exact) return Fail("the writing block does not visit each output element once");
+    }
+  }
+
+  void OnBlockEnter(const SBlockRealize& realize) override {
+    // Only the root block (no iteration variables) may enclose the writing block.
+    if (realize_ && !realize_->block().iter_vars().empty()) {
+      return Fail("the PrimFunc has nested blocks");
+    }
+    realize_ = realize;
+  }
+
+  /*! \brief A leaf load of input j: the output's indices, each shifted by a constant, and
+   *         inside the input under the conditions that select it. */
+  void OnLoad(const BufferLoad& load) override {
+    int j = InputIndex(load.buffer());
+    if (j < 0) return Fail("the PrimFunc reads a buffer that is not an input");
+    if (shifts_.size() != inputs_.size()) shifts_.resize(inputs_.size());
+    const Buffer& input = inputs_[j];
+    if (!shifts_[j].empty()) return Fail("input " + Quoted(input.name()) + " is read twice");
+    Array<ObjectRef> indices = load.indices();
+    Array<ObjectRef> out = realize_ ? StoreIndicesOf(*realize_) : Array<ObjectRef>();
+    if (!input.strides().empty() || input.dtype() != output_.dtype() ||
+        indices.size() != out.size() || !input.ConstSizeBytes()) {
+      return Fail("input " + Quoted(input.name()) + " is not a row-major slice of the output");
+    }
+    Analyzer* ana = analyzer();
+    std::vector<int64_t> shifts;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      std::optional<int64_t> shift = AsConstInt(ana->Simplify(Sub(out[d], indices[d])));
+      // Selected only where the input holds the element (the conditions on the way hold here).
+      bool inside = shift && ana->CanProve(GE(indices[d], IntConst(indices[d], 0))) &&
+                    ana->CanProve(LT(indices[d], input.shape()[d]));
+      if (!inside) return Fail("input " + Quoted(input.name()) + " is read at another element");
+      shifts.push_back(*shift);
+    }
+    shifts_[j] = std::move(shifts);
+  }
+
+  /*! \brief The store's indices: the block's body is the single store. */
+  static Array<ObjectRef> StoreIndicesOf(const SBlockRealize& realize) {
+    std::optional<BufferStore> store = As<BufferStore>(realize.block().body());
+    return store ? store->indices() : Array<ObjectRef>();
+  }
+
+  void OnCall(const Call& call) override {
+    if (call.IsOp(schema::op::BufferData) || call.IsOp(schema::op::AccessPtr) ||
+        call.IsOp(schema::op::AddressOf)) {
+      Fail("the PrimFunc takes a buffer's address (" + call.op_name() + ")");
+    }
+  }
+
+  void OnAllocation(const AllocationSite& site) override {
+    Fail("the PrimFunc allocates or declares buffer " + Quoted(site.buffer.name()));
+  }
+
+  void OnMatchBuffer(const MatchBufferRegion& /*match*/, const SBlock& /*block*/) override {
+    Fail("a block matches a sub-buffer");
+  }
+
+  std::vector<Buffer> inputs_;
+  Buffer output_;
+  std::optional<std::string> failure_;
+  std::optional<SBlockRealize> realize_;
+  std::optional<Array<ObjectRef>> store_indices_;
+  /*! \brief Per input, the output index minus the input index along each dimension. */
+  std::vector<std::vector<int64_t>> shifts_;
+};
+
+}  // namespace
+
+std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const PrimFunc& prim_func) {
+  Array<ObjectRef> params = prim_func.params();
+  if (params.size() < 2) return std::string("the PrimFunc has no inputs");
+  std::vector<Buffer> inputs;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!Is<Buffer>(params[i])) return std::string("a parameter is not a buffer");
+    if (i + 1 < params.size()) inputs.emplace_back(params[i]);
+  }
+  Buffer output(params[params.size() - 1]);
+  if (!output.strides().empty() || !output.ConstSizeBytes()) {
+    return std::string("the output is not a row-major buffer of constant size");
+  }
+  Analyzer analyzer;
+  return ConcatCheck(&analyzer, std::move(inputs), output).Check(prim_func);
+}
+
+namespace {
+
+/*! \brief The buffers a PrimFunc stores to, takes the address of or views. */
+class WriteCollector : public ScopedVisitor {
+ public:
+  explicit WriteCollector(Analyzer* analyzer) : ScopedVisitor(analyzer) {}
+  std::unordered_set<const Object*> written;
+  /*! \brief An address was taken of something we cannot tell: any buffer may be written. */
+  bool unknown_address = false;
+
+ private:
+  void OnStore(const BufferStore& store) override { written.insert(store.buffer().get()); }
+  void OnCall(const Call& call) override {
+    if (!call.IsOp(schema::op::BufferData) && !call.IsOp(schema::op::AccessPtr) &&
+        !call.IsOp(schema::op::AddressOf)) {
+      return;
+    }
+    // The address may reach an extern call that writes through it.
+    bool known = false;
+    for (const ObjectRef& arg : call.args()) {
+      if (std::optional<BufferLoad> load = As<BufferLoad>(arg)) {
+        written.insert(load->buffer().get());
+        known = true;
+      } else if (Is<Buffer>(arg)) {
+        written.insert(arg.get());
+        known = true;
+      }
+    }
+    unknown_address = unknown_address || !known;
+  }
+  void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& /*block*/) override {
+    written.insert(match.source().buffer().get());
+  }
+  void OnAllocation(const AllocationSite& site) override {
+    if (site.kind != AllocationSite::Kind::kDeclBuffer) return;
+    if (std::optional<Buffer> viewed = DeclBuffer(site.node).viewed_buffer()) {
+      written.insert(viewed->get());
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<bool> WrittenParams(const PrimFunc& prim_func) {
+  Analyzer analyzer;
+  WriteCollector collector(&analyzer);
+  collector.Run(prim_func);
+  std::vector<bool> written;
+  for (const ObjectRef& param : prim_func.params()) {
+    written.push_back(collector.unknown_address || !Is<Buffer>(param) ||
+                      collector.written.count(param.get()) > 0);
+  }
+  return written;
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  // The proof alone, for tests: (axis, [byte offsets]) or the reason it fails.
+  tvm::ffi::reflection::GlobalDef().def(
+      "tvm_memplan.testing.analyze_concatenation", [](ObjectRef prim_func) -> Any {
+        auto result = AnalyzeConcatenation(PrimFunc(prim_func));
+        if (auto* why = std::get_if<std::string>(&result)) return String(*why);
+        const ConcatLayout& layout = std::get<ConcatLayout>(result);
+        if (!layout.contiguous) return String(layout.not_contiguous);
+        return Array<Any>{layout.axis,
+                          Array<int64_t>(layout.byte_offsets.begin(), layout.byte_offsets.end())};
+      });
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

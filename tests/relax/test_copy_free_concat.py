@@ -1,0 +1,487 @@
+"""Copy-free concatenation in tvm-memplan's planner: the inputs sit at their slices of the
+output, their producers write there, and the concatenation is dropped; every condition under
+which a concatenation keeps its copy (src_cpp/relax/concat_placement.h), and the proof that a
+PrimFunc is a concatenation (src_cpp/relax/concat_prim_func.h).
+
+IR cases state what the planner receives (Relax after CallTIRRewrite) and what it must make of
+it, and run both on the Relax VM; the others build operator-level Relax through the pipeline and
+check the decisions the plan records, and the results against a build without a planner.
+"""
+# ruff: noqa: F841  (TVMScript bindings that nothing reads are part of the cases)
+
+import pytest
+import tvm
+from tvm import relax
+from tvm.script import ir as I
+from tvm.script import relax as R
+from tvm.script import tirx as T
+
+import tvm_memplan
+from tvm_memplan.analysis import memory_plan, planner_input
+from tvm_memplan.testing import assert_same_relax_results, relax_vm
+from tvm_memplan.transform import StaticPlanBlockMemory
+
+analyze_concatenation = tvm_memplan.testing.analyze_concatenation
+
+
+@I.ir_module
+class TwoBranches:
+    """`a` and `b` are made apart and concatenated along axis 1 into `c`, which `d` reads."""
+
+    @T.prim_func(private=True, s_tir=True)
+    def exp(A: T.Buffer((1, 16, 4), "float32"), B: T.Buffer((1, 16, 4), "float32")):
+        for i, j, k in T.grid(1, 16, 4):
+            with T.sblock("B"):
+                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                B[vi, vj, vk] = T.exp(A[vi, vj, vk])
+
+    @T.prim_func(private=True, s_tir=True)
+    def concat(
+        A: T.Buffer((1, 16, 4), "float32"),
+        B: T.Buffer((1, 16, 4), "float32"),
+        C: T.Buffer((1, 32, 4), "float32"),
+    ):
+        for i, j, k in T.grid(1, 32, 4):
+            with T.sblock("C"):
+                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                C[vi, vj, vk] = T.if_then_else(vj >= 16, B[vi, vj - 16, vk], A[vi, vj, vk])
+
+    @T.prim_func(private=True, s_tir=True)
+    def double(C: T.Buffer((1, 32, 4), "float32"), D: T.Buffer((1, 32, 4), "float32")):
+        for i, j, k in T.grid(1, 32, 4):
+            with T.sblock("D"):
+                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                D[vi, vj, vk] = C[vi, vj, vk] * T.float32(2)
+
+    @R.function
+    def main(x: R.Tensor((1, 16, 4), "float32"), y: R.Tensor((1, 16, 4), "float32")):
+        R.func_attr({"relax.force_pure": True})
+        cls = TwoBranches
+        a = R.builtin.alloc_tensor(R.shape([1, 16, 4]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(x, a)
+        b = R.builtin.alloc_tensor(R.shape([1, 16, 4]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(y, b)
+        c = R.builtin.alloc_tensor(R.shape([1, 32, 4]), R.dtype("float32"), 0, R.str("global"))
+        cls.concat(a, b, c)
+        d = R.builtin.alloc_tensor(R.shape([1, 32, 4]), R.dtype("float32"), 0, R.str("global"))
+        cls.double(c, d)
+        return d
+
+
+def test_inputs_are_written_at_their_slices_and_the_concatenation_is_dropped():
+    """`a` at the start of `c`, `b` 256 bytes in: the storage holds `c` alone (512 bytes) and
+    the copy is gone."""
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True, s_tir=True)
+        def exp(A: T.Buffer((1, 16, 4), "float32"), B: T.Buffer((1, 16, 4), "float32")):
+            for i, j, k in T.grid(1, 16, 4):
+                with T.sblock("B"):
+                    vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                    B[vi, vj, vk] = T.exp(A[vi, vj, vk])
+
+        @T.prim_func(private=True, s_tir=True)
+        def concat(
+            A: T.Buffer((1, 16, 4), "float32"),
+            B: T.Buffer((1, 16, 4), "float32"),
+            C: T.Buffer((1, 32, 4), "float32"),
+        ):
+            for i, j, k in T.grid(1, 32, 4):
+                with T.sblock("C"):
+                    vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                    C[vi, vj, vk] = T.if_then_else(vj >= 16, B[vi, vj - 16, vk], A[vi, vj, vk])
+
+        @T.prim_func(private=True, s_tir=True)
+        def double(C: T.Buffer((1, 32, 4), "float32"), D: T.Buffer((1, 32, 4), "float32")):
+            for i, j, k in T.grid(1, 32, 4):
+                with T.sblock("D"):
+                    vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                    D[vi, vj, vk] = C[vi, vj, vk] * T.float32(2)
+
+        @R.function
+        def main(x: R.Tensor((1, 16, 4), "float32"), y: R.Tensor((1, 16, 4), "float32")):
+            R.func_attr({"relax.force_pure": True})
+            cls = expected
+            storage = R.memory.alloc_storage(R.shape([512]), 0, R.str("global"), R.dtype("uint8"))
+            a = R.memory.alloc_tensor(storage, 0, R.shape([1, 16, 4]), R.dtype("float32"), 0)
+            cls.exp(x, a)
+            b_at = R.memory.alloc_tensor(storage, 256, R.shape([1, 16, 4]), R.dtype("float32"), 0)
+            b = R.memory.ensure_zero_offset(b_at)
+            cls.exp(y, b)
+            c = R.memory.alloc_tensor(storage, 0, R.shape([1, 32, 4]), R.dtype("float32"), 0)
+            d = R.builtin.alloc_tensor(R.shape([1, 32, 4]), R.dtype("float32"), 0, R.str("global"))
+            cls.double(c, d)
+            return d
+
+    after = StaticPlanBlockMemory()(TwoBranches)
+    relax.analysis.well_formed(after)
+    tvm.ir.assert_structural_equal(after, expected)
+    vms = (relax_vm(TwoBranches, planner="none"), relax_vm(after, planner="none"))
+    assert_same_relax_results(TwoBranches, after, vms=vms)
+
+
+def test_the_records_say_where_each_tensor_sits():
+    (plan,) = memory_plan(TwoBranches, pipeline=None)
+    (concat,) = plan.concats
+    assert (concat.output, list(concat.inputs), concat.axis) == ("c", ["a", "b"], 1)
+    assert (concat.copy_free, concat.decision, concat.reason) == (True, "copy_free", "")
+    placed = {t.binding: (t.group, t.group_offset) for t in plan.tensors if t.group >= 0}
+    assert placed == {"a": (0, 0), "b": (0, 256), "c": (0, 0)}
+    # The bound counts the group's bytes once: at the concatenation only `c`'s 512 are live.
+    assert plan.peak_live_bytes == plan.planned_bytes == 512 + 512
+
+
+def test_copy_free_concat_can_be_turned_off():
+    after = StaticPlanBlockMemory(copy_free_concat=False)(TwoBranches)
+    assert "cls.concat(a, b, c)" in after.script()
+    (plan,) = memory_plan(TwoBranches, pipeline=None, copy_free_concat=False)
+    assert [c.decision for c in plan.concats] == ["disabled"]
+    assert all(t.group == -1 for t in plan.tensors)
+
+
+# ---- decisions on operator-level Relax ---------------------------------------------------------
+
+
+def _decisions(mod) -> list[tuple[bool, str]]:
+    (plan,) = memory_plan(mod)
+    return [(c.copy_free, c.decision) for c in plan.concats]
+
+
+def _same_results(mod):
+    """Through tvm_memplan.compile and a build without a planner: identical outputs."""
+    assert_same_relax_results(
+        mod, mod, vms=(relax_vm(mod, planner="none"), relax_vm(mod, planner="memplan"))
+    )
+
+
+@I.ir_module
+class UNetSkip:
+    """A skip connection: `s` is made early, `u` late, both concatenated at the end."""
+
+    @R.function
+    def main(x: R.Tensor((1, 8, 8, 8), "float32")):
+        with R.dataflow():
+            s = R.exp(x)
+            p = R.nn.max_pool2d(s, pool_size=(2, 2), strides=(2, 2))
+            q = R.nn.relu(p)
+            u = R.image.resize2d(q, size=(8, 8), method="nearest_neighbor")
+            c = R.concat((s, u), axis=1)
+            d = R.sigmoid(c)
+            R.output(d)
+        return d
+
+
+def test_a_skip_connection_is_copy_free_and_runs():
+    assert _decisions(UNetSkip) == [(True, "copy_free")]
+    (plan,) = memory_plan(UNetSkip)
+    (without,) = memory_plan(UNetSkip, copy_free_concat=False)
+    assert plan.planned_bytes < without.peak_live_bytes  # below the bound with copies
+    _same_results(UNetSkip)
+
+
+@I.ir_module
+class Batched:
+    @R.function
+    def main(x: R.Tensor((2, 16, 4), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.sigmoid(x)
+            c = R.concat((a, b), axis=1)
+            d = R.exp(c)
+            R.output(d)
+        return d
+
+
+def test_slices_that_are_not_contiguous_keep_the_copy():
+    """Batch 2: each input is two ranges of the output's bytes."""
+    assert _decisions(Batched) == [(False, "not_contiguous")]
+    _same_results(Batched)
+
+
+@I.ir_module
+class ParameterInput:
+    @R.function
+    def main(x: R.Tensor((1, 16, 4), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            c = R.concat((a, x), axis=1)
+            d = R.exp(c)
+            R.output(d)
+        return d
+
+
+def test_a_parameter_input_keeps_the_copy():
+    """The caller owns `x`: its bytes cannot move into the output."""
+    assert _decisions(ParameterInput) == [(False, "not_placed")]
+    _same_results(ParameterInput)
+
+
+@I.ir_module
+class ReturnedOutput:
+    @R.function
+    def main(x: R.Tensor((1, 16, 4), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.sigmoid(x)
+            c = R.concat((a, b), axis=1)
+            R.output(c)
+        return c
+
+
+def test_a_returned_output_keeps_the_copy():
+    """The caller owns the result: it is not in the planner's storage."""
+    assert _decisions(ReturnedOutput) == [(False, "not_placed")]
+    _same_results(ReturnedOutput)
+
+
+@I.ir_module
+class SameTwice:
+    @R.function
+    def main(x: R.Tensor((1, 16, 4), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            c = R.concat((a, a), axis=1)
+            d = R.exp(c)
+            R.output(d)
+        return d
+
+
+def test_the_same_tensor_twice_keeps_the_copy():
+    assert _decisions(SameTwice) == [(False, "same_tensor")]
+    _same_results(SameTwice)
+
+
+@I.ir_module
+class Unaligned:
+    @R.function
+    def main(x: R.Tensor((1, 3), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.sigmoid(x)
+            c = R.concat((a, b), axis=1)
+            d = R.exp(c)
+            R.output(d)
+        return d
+
+
+def test_a_slice_off_the_alignment_keeps_the_copy():
+    """`b` would start 12 bytes in, where ensure_zero_offset copies instead of viewing."""
+    assert _decisions(Unaligned) == [(False, "unaligned")]
+    _same_results(Unaligned)
+
+
+@I.ir_module
+class OutputOverwrittenWhileInputRead:
+    """`c` is written in place by `d` (relu in place) while `a` is still read afterwards."""
+
+    @T.prim_func(private=True, s_tir=True)
+    def relu_inplace(C: T.Buffer((1, 32, 4), "float32")):
+        for i, j, k in T.grid(1, 32, 4):
+            with T.sblock("C"):
+                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                C[vi, vj, vk] = T.max(C[vi, vj, vk], T.float32(0))
+
+    @R.function
+    def main(x: R.Tensor((1, 16, 4), "float32"), y: R.Tensor((1, 16, 4), "float32")):
+        cls = OutputOverwrittenWhileInputRead
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.exp(y)
+            c = R.concat((a, b), axis=1)
+            d = R.call_tir_inplace(
+                cls.relu_inplace, (c,), inplace_indices=[0], out_ty=R.Tensor((1, 32, 4), "float32")
+            )
+            e = R.exp(a)
+            f = R.exp(d)
+            R.output(f, e)
+        return (f, e)
+
+
+def test_writing_the_output_while_an_input_is_read_keeps_the_copy():
+    assert _decisions(OutputOverwrittenWhileInputRead) == [(False, "overwritten_while_read")]
+    _same_results(OutputOverwrittenWhileInputRead)
+
+
+@I.ir_module
+class InputWrittenAfter:
+    """`a` is written in place after the concatenation, and `c` read after that."""
+
+    @T.prim_func(private=True, s_tir=True)
+    def negate_inplace(A: T.Buffer((1, 16, 4), "float32")):
+        for i, j, k in T.grid(1, 16, 4):
+            with T.sblock("A"):
+                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                A[vi, vj, vk] = T.float32(0) - A[vi, vj, vk]
+
+    @R.function
+    def main(x: R.Tensor((1, 16, 4), "float32"), y: R.Tensor((1, 16, 4), "float32")):
+        cls = InputWrittenAfter
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.exp(y)
+            c = R.concat((a, b), axis=1)
+            n = R.call_tir_inplace(
+                cls.negate_inplace,
+                (a,),
+                inplace_indices=[0],
+                out_ty=R.Tensor((1, 16, 4), "float32"),
+            )
+            d = R.exp(c)
+            e = R.exp(n)
+            R.output(d, e)
+        return (d, e)
+
+
+def test_an_input_written_after_the_concatenation_keeps_the_copy():
+    assert _decisions(InputWrittenAfter) == [(False, "input_written_after")]
+    _same_results(InputWrittenAfter)
+
+
+@I.ir_module
+class Swapped:
+    """`(a, b)` and `(b, a)`: `a` cannot be at the start of both outputs' memory and `b` too."""
+
+    @R.function
+    def main(x: R.Tensor((1, 16, 4), "float32"), y: R.Tensor((1, 16, 4), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.exp(y)
+            c = R.concat((a, b), axis=1)
+            d = R.concat((b, a), axis=1)
+            e = R.add(c, d)
+            R.output(e)
+        return e
+
+
+def test_contradicting_placements_keep_one_copy():
+    assert _decisions(Swapped) == [(True, "copy_free"), (False, "placement_conflict")]
+    _same_results(Swapped)
+
+
+@I.ir_module
+class DenseBlock:
+    """DenseNet's pattern: every layer concatenates all the features so far."""
+
+    @R.function
+    def main(x: R.Tensor((1, 16, 4), "float32")):
+        with R.dataflow():
+            x1 = R.exp(x)
+            c1 = R.concat((x, x1), axis=1)
+            x2 = R.sigmoid(R.sum(c1, axis=1, keepdims=True) + x1)
+            c2 = R.concat((x1, x2), axis=1)
+            x3 = R.tanh(R.sum(c2, axis=1, keepdims=True) + x2)
+            c3 = R.concat((x1, x2, x3), axis=1)
+            d = R.exp(c3)
+            R.output(d)
+        return d
+
+
+def test_prefix_concatenations_share_one_buffer():
+    """`c2` and `c3` start with `x1, x2`: both sit at the start of one buffer, and each new
+    feature is written once at its place (`c1` concatenates the parameter `x`: a copy)."""
+    assert _decisions(DenseBlock) == [
+        (False, "not_placed"),
+        (True, "copy_free"),
+        (True, "copy_free"),
+    ]
+    (plan,) = memory_plan(DenseBlock)
+    tensors = {t.binding: t for t in plan.tensors}
+    _, c2, c3 = plan.concats
+    x1, x2, _ = c3.inputs
+    assert list(c2.inputs) == [x1, x2]
+    offset = {name: tensors[name].offset for name in (c2.output, c3.output, x1, x2)}
+    assert offset[c2.output] == offset[c3.output] == offset[x1]
+    assert offset[x2] == offset[x1] + tensors[x1].bytes
+    _same_results(DenseBlock)
+
+
+# ---- the proof on PrimFuncs --------------------------------------------------------------------
+
+
+def _prim_funcs(mod):
+    return {gv.name_hint: f for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc)}
+
+
+def test_the_legalized_concatenation_is_proven():
+    (func,) = [f for name, f in _prim_funcs(planner_input(DenseBlock)).items() if "concat" in name][
+        :1
+    ]
+    axis, offsets = analyze_concatenation(func)
+    assert axis == 1 and offsets[0] == 0
+
+
+@T.prim_func(private=True, s_tir=True)
+def stencil(
+    A: T.Buffer((1, 16), "float32"),
+    B: T.Buffer((1, 16), "float32"),
+    C: T.Buffer((1, 32), "float32"),
+):
+    for i, j in T.grid(1, 32):
+        with T.sblock("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.if_then_else(vj >= 16, B[vi, vj - 16], A[vi, T.min(vj + 1, 15)])
+
+
+@T.prim_func(private=True, s_tir=True)
+def transposed(
+    A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((8, 4), "float32")
+):
+    for i, j in T.grid(8, 4):
+        with T.sblock("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.if_then_else(vi >= 4, B[vi - 4, vj], A[vj, vi])
+
+
+@T.prim_func(private=True, s_tir=True)
+def computed(
+    A: T.Buffer((1, 16), "float32"),
+    B: T.Buffer((1, 16), "float32"),
+    C: T.Buffer((1, 32), "float32"),
+):
+    for i, j in T.grid(1, 32):
+        with T.sblock("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.if_then_else(vj >= 16, B[vi, vj - 16], A[vi, vj] + T.float32(1))
+
+
+@T.prim_func(private=True, s_tir=True)
+def overlapping(
+    A: T.Buffer((1, 16), "float32"),
+    B: T.Buffer((1, 16), "float32"),
+    C: T.Buffer((1, 32), "float32"),
+):
+    for i, j in T.grid(1, 32):
+        with T.sblock("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.if_then_else(vj >= 8, B[vi, vj - 8], A[vi, vj])
+
+
+@T.prim_func(private=True, s_tir=True)
+def partial(
+    A: T.Buffer((1, 16), "float32"),
+    B: T.Buffer((1, 16), "float32"),
+    C: T.Buffer((1, 32), "float32"),
+):
+    for i, j in T.grid(1, 16):
+        with T.sblock("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj]
+    for i, j in T.grid(1, 16):
+        with T.sblock("C2"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj + 16] = B[vi, vj]
+
+
+@pytest.mark.parametrize(
+    "func, why",
+    [
+        (stencil, "is read at another element"),
+        (transposed, "is read at another element"),
+        (computed, "the stored value is not a load of an input"),
+        (overlapping, "is read at another element"),
+        (partial, "does not visit each output element once"),
+    ],
+)
+def test_what_is_not_a_concatenation(func, why):
+    assert why in analyze_concatenation(func)
