@@ -79,6 +79,18 @@ std::optional<int64_t> TensorType::static_bytes() const {
   return AllocatedBytes(*extents, {}, *type);
 }
 
+std::optional<ObjectRef> TensorType::bytes_expr() const {
+  std::optional<Array<ObjectRef>> extents = shape();
+  std::optional<DLDataType> type = dtype();
+  if (!extents || !type) return std::nullopt;
+  if (std::optional<int64_t> bytes = static_bytes()) {
+    return IntConst(DLDataType{kDLInt, 64, 1}, *bytes);
+  }
+  ObjectRef bytes = IntConst(DLDataType{kDLInt, 64, 1}, DTypeBytes(*type));
+  for (const ObjectRef& extent : *extents) bytes = Mul(bytes, extent);
+  return bytes;
+}
+
 ObjectRef TypeOf(const ObjectRef& expr) { return ExprType(expr); }
 
 bool SameShapeAndDType(const TensorType& a, const TensorType& b) {
@@ -115,6 +127,18 @@ ObjectRef MakeCallTIRInplace(const ObjectRef& prim_func_var, const Tuple& args,
                              const Array<ObjectRef>& out_types) {
   Array<int64_t> index_array(indices.begin(), indices.end());
   return func::MakeCallTIRInplace(prim_func_var, args.ref(), index_array, out_types)
+      .cast<ObjectRef>();
+}
+
+ObjectRef MakeAssert(const ObjectRef& condition, const Array<ObjectRef>& format_args,
+                     const std::string& format) {
+  ObjectRef op = GetOp(schema::op::AssertOp);
+  std::string symbol = OpAttr(op, schema::attr::FCallPacked).cast<String>();
+  ObjectRef callee = func::MakeExternFunc(String(symbol), nullptr, nullptr).cast<ObjectRef>();
+  ObjectRef unit = func::MakeTupleType(Array<ObjectRef>{}, nullptr).cast<ObjectRef>();
+  Array<ObjectRef> args{condition, StringConst(format)};
+  for (const ObjectRef& arg : format_args) args.push_back(arg);
+  return func::MakeCall(unit, callee, args, nullptr, Array<ObjectRef>{unit}, nullptr)
       .cast<ObjectRef>();
 }
 

@@ -112,6 +112,9 @@ class TensorType : public NodeView {
   std::optional<std::vector<int64_t>> static_shape() const;
   /*! \brief Its bytes (ir::AllocatedBytes) when shape and dtype are static. */
   std::optional<int64_t> static_bytes() const;
+  /*! \brief Its bytes as an int64 expression of the shape's variables (an IntImm when
+   *         static), when shape and dtype are known. */
+  std::optional<ObjectRef> bytes_expr() const;
 };
 
 /*! \brief ir.TupleType: the type of a tuple value. */
@@ -142,6 +145,12 @@ std::vector<int64_t> InplaceIndices(const Call& call);
 ObjectRef MakeCallTIRInplace(const ObjectRef& prim_func_var, const Tuple& args,
                              const std::vector<int64_t>& indices,
                              const Array<ObjectRef>& out_types);
+
+/*! \brief `R.assert_op(condition, format_args, format=format)` in the packed-call form
+ *         LegalizeOps gives it (for code after legalization): raises an error with `format`
+ *         ("{}" replaced by the format arguments) when `condition` is false. */
+ObjectRef MakeAssert(const ObjectRef& condition, const Array<ObjectRef>& format_args,
+                     const std::string& format);
 
 /*! \brief `op(args...)` with its type already set to `type`, so it needs no normalization (for
  *         calls whose type is known, such as memory operators). */

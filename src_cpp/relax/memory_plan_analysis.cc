@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -53,22 +54,37 @@ void CollectTirVars(const ObjectRef& node, std::unordered_set<const Object*>* va
       });
 }
 
-/*! \brief An integer attribute map such as `tir_var_upper_bound` (name -> value). */
-std::map<std::string, int64_t> IntAttrMap(const Function& func, const char* key) {
+/*! \brief An integer attribute map such as `tir_var_upper_bound` (name -> value); a value that
+ *         is not an integer is a ValueError naming `function`, the attribute and the variable. */
+std::map<std::string, int64_t> IntAttrMap(const Function& func, const std::string& function,
+                                          const char* key) {
   std::map<std::string, int64_t> out;
   std::optional<Any> attr = FuncAttr(func.ref(), key);
   if (!attr || *attr == nullptr) return out;
-  for (const auto& [name, value] : attr->cast<Map<String, Any>>()) {
+  std::optional<Map<String, Any>> entries = attr->try_cast<Map<String, Any>>();
+  if (!entries) {
+    TVM_FFI_THROW(ValueError) << "function " << Quoted(function) << ": " << key
+                              << " must map shape variable names to integers, got "
+                              << ToString(*attr);
+  }
+  for (const auto& [name, value] : *entries) {
+    std::optional<int64_t> bound;
     if (value.type_index() == ffi::TypeIndex::kTVMFFIInt) {
-      out[std::string(name)] = value.cast<int64_t>();
+      bound = value.cast<int64_t>();
     } else if (value.as<ffi::Object>() != nullptr) {
-      if (std::optional<int64_t> v = AsConstInt(value.cast<ObjectRef>())) {
-        out[std::string(name)] = *v;
-      }
+      bound = AsConstInt(value.cast<ObjectRef>());
     }
+    if (!bound) {
+      TVM_FFI_THROW(ValueError) << "function " << Quoted(function) << ": " << key << "[\""
+                                << std::string(name) << "\"] must be an integer, got "
+                                << ToString(value);
+    }
+    out[std::string(name)] = *bound;
   }
   return out;
 }
+
+const DLDataType kInt64{kDLInt, 64, 1};
 
 /*! \brief One `R.builtin.alloc_tensor` and what the planner decides for it. */
 struct Allocation {
@@ -85,9 +101,13 @@ struct Allocation {
   /*! \brief Bytes (upper bound when symbolic and bounded); -1 unbounded. */
   int64_t bytes = -1;
   bool symbolic = false;
-  /*! \brief Unbounded: the byte count as an expression, when only parameters' shape
-   *         variables occur in it (then it can size a storage at the function's start). */
-  std::optional<ObjectRef> size_expr;
+  /*! \brief The bytes as an expression of the shape variables (when the type is known). */
+  ObjectRef size;
+  /*! \brief Unbounded, and only parameters' shape variables occur in `size`: it can size a
+   *         storage at the function's start. */
+  bool sized_on_entry = false;
+  /*! \brief The bounded shape variables in its shape (`bytes` takes their bounds). */
+  std::vector<const Object*> bounded_vars;
   std::string op;
   int64_t first = 0, last = 0;
   std::string reason;
@@ -100,6 +120,8 @@ struct StockFunctionPlan {
   bool well_formed = true;
   int64_t bytes = 0;
   int64_t symbolic = 0;
+  /*! \brief Every allocation's bytes, summed as an expression. */
+  ObjectRef size = IntConst(kInt64, 0);
   Array<ObjectRef> storages;
   /*! \brief Allocation variable -> index in `storages`. */
   std::unordered_map<const Object*, int64_t> tensor_storage;
@@ -118,9 +140,12 @@ StockFunctionPlan ReadStockPlan(const Function& func) {
     if (op == schema::op::MemoryAllocStorage) {
       ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
       Array<ObjectRef> size = ir::relax::ShapeExpr(args[0], "alloc_storage size").values();
-      int64_t bytes = size.size() == 1 ? AsConstInt(size[0]).value_or(-1) : -1;
+      TVM_FFI_ICHECK_EQ(size.size(), 1)
+          << "internal error: alloc_storage of a rank-" << size.size() << " shape";
+      int64_t bytes = AsConstInt(size[0]).value_or(-1);
       storage->bytes = bytes;
-      storage->size = ToString(args[0]);
+      storage->size = size[0];
+      plan.size = Add(plan.size, size[0]);
       storage->device = AsConstInt(args[1]).value_or(0);
       storage->scope = StringValue(args[2], "alloc_storage scope");
       if (bytes >= 0) {
@@ -142,6 +167,8 @@ StockFunctionPlan ReadStockPlan(const Function& func) {
       } else {
         ++plan.symbolic;
       }
+      std::optional<ObjectRef> size = type ? type->bytes_expr() : std::nullopt;
+      plan.size = size ? Add(plan.size, *size) : plan.size;
     }
   }
   return plan;
@@ -284,15 +311,24 @@ class PlanAnalysis {
   void BindUpperBounds() {
     for (const ObjectRef& param : func_.params()) CollectTirVars(TypeOf(param), &signature_vars_);
     CollectTirVars(func_.ret_type(), &signature_vars_);
-    std::map<std::string, int64_t> upper = IntAttrMap(func_, schema::attr::TirVarUpperBound);
-    std::map<std::string, int64_t> lower = IntAttrMap(func_, schema::attr::TirVarLowerBound);
+    std::string name = GlobalVarName(gv_);
+    std::map<std::string, int64_t> upper = IntAttrMap(func_, name, schema::attr::TirVarUpperBound);
+    std::map<std::string, int64_t> lower = IntAttrMap(func_, name, schema::attr::TirVarLowerBound);
     for (const Object* var : signature_vars_) {
       ObjectRef ref = ffi::GetRef<ObjectRef>(var);
       auto found = upper.find(Var(ref).name());
       if (found == upper.end()) continue;
       auto low = lower.find(Var(ref).name());
-      int64_t min = low == lower.end() ? 0 : low->second;
-      analyzer_.BindRange(ref, IntConst(ref, min), IntConst(ref, found->second - min + 1));
+      BoundCheck bound{ref, std::nullopt, found->second};
+      if (low != lower.end()) bound.lower = low->second;
+      int64_t min = bound.lower.value_or(0);
+      if (bound.upper < min) {
+        TVM_FFI_THROW(ValueError) << "function " << Quoted(name) << ": shape variable "
+                                  << Quoted(Var(ref).name()) << " has tir_var_upper_bound "
+                                  << bound.upper << ", below its lower bound " << min;
+      }
+      analyzer_.BindRange(ref, IntConst(ref, min), IntConst(ref, bound.upper - min + 1));
+      bounds_.emplace(var, bound);
     }
   }
 
@@ -309,17 +345,15 @@ class PlanAnalysis {
     a->shape = *shape;
     a->dtype = *dtype;
     a->known_type = true;
+    a->size = analyzer_.Simplify(*type->bytes_expr());
     int64_t bytes = DTypeBytes(*dtype);
-    ObjectRef expr = IntConst(DLDataType{kDLInt, 64, 1}, bytes);
     bool bounded = true;
     for (const ObjectRef& extent : *shape) {
       if (std::optional<int64_t> value = AsConstInt(extent)) {
         bytes *= *value;
-        expr = Mul(expr, extent);
         continue;
       }
       a->symbolic = true;
-      expr = Mul(expr, extent);
       int64_t max = analyzer_.ConstBound(extent).second;
       if (max == std::numeric_limits<int64_t>::max()) {
         bounded = false;
@@ -327,16 +361,19 @@ class PlanAnalysis {
         bytes *= max;
       }
     }
+    std::unordered_set<const Object*> vars;
+    CollectTirVars(a->size, &vars);
     if (bounded) {
       a->bytes = bytes;
+      for (const Object* var : vars) {
+        if (bounds_.count(var)) a->bounded_vars.push_back(var);
+      }
       return;
     }
-    std::unordered_set<const Object*> vars;
-    CollectTirVars(expr, &vars);
     bool from_signature = std::all_of(
         vars.begin(), vars.end(), [&](const Object* v) { return signature_vars_.count(v) > 0; });
     if (from_signature) {
-      a->size_expr = analyzer_.Simplify(expr);
+      a->sized_on_entry = true;
     } else {
       a->reason =
           "its size is symbolic, not bounded by tir_var_upper_bound, and depends on "
@@ -393,7 +430,7 @@ class PlanAnalysis {
     if (plan_outputs && plan_outputs->cast<bool>()) {
       for (Allocation& a : allocations_) {
         if (a.storage < 0 && a.symbolic && a.bytes >= 0) {
-          a.storage = AddStorage(IntConst(DLDataType{kDLInt, 64, 1}, a.bytes), a.device, a.scope);
+          a.storage = AddStorage(IntConst(kInt64, a.bytes), a.device, a.scope, /*bounded=*/true);
           a.reason = "";
         }
       }
@@ -417,7 +454,9 @@ class PlanAnalysis {
     Packing packing = PackOffsets(items, options_.alignment);
     TVM_FFI_ICHECK(IsValidPacking(items, packing, options_.alignment))
         << "internal error: the offset packing of " << items.size() << " tensors overlaps";
-    int64_t storage = AddStorage(IntConst(DLDataType{kDLInt, 64, 1}, packing.bytes), device, scope);
+    bool bounded =
+        std::any_of(sized.begin(), sized.end(), [&](size_t i) { return allocations_[i].symbolic; });
+    int64_t storage = AddStorage(IntConst(kInt64, packing.bytes), device, scope, bounded);
     for (size_t k = 0; k < sized.size(); ++k) {
       allocations_[sized[k]].storage = storage;
       allocations_[sized[k]].offset = packing.offsets[k];
@@ -430,8 +469,8 @@ class PlanAnalysis {
     std::unordered_map<ffi::StructuralKey, std::vector<size_t>> classes;
     std::vector<ffi::StructuralKey> order;
     for (size_t i : members) {
-      if (!allocations_[i].size_expr) continue;
-      ffi::StructuralKey key(*allocations_[i].size_expr);
+      if (!allocations_[i].sized_on_entry) continue;
+      ffi::StructuralKey key(allocations_[i].size);
       auto [it, inserted] = classes.emplace(key, std::vector<size_t>());
       if (inserted) order.push_back(key);
       it->second.push_back(i);
@@ -446,7 +485,7 @@ class PlanAnalysis {
         auto free = std::find_if(busy.begin(), busy.end(),
                                  [&](const auto& s) { return s.second < a.first; });
         if (free == busy.end()) {
-          busy.emplace_back(AddStorage(*a.size_expr, device, scope), a.last);
+          busy.emplace_back(AddStorage(a.size, device, scope, /*bounded=*/false), a.last);
           free = busy.end() - 1;
         }
         free->second = a.last;
@@ -456,14 +495,15 @@ class PlanAnalysis {
     }
   }
 
-  int64_t AddStorage(const ObjectRef& size, int64_t device, const std::string& scope) {
+  int64_t AddStorage(const ObjectRef& size, int64_t device, const std::string& scope,
+                     bool bounded) {
     ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
     storage->bytes = AsConstInt(size).value_or(-1);
-    storage->size = ToString(size);
+    storage->size = size;
+    storage->bounded = bounded;
     storage->device = device;
     storage->scope = scope;
     storages_.push_back(ObjectRef(storage));
-    storage_sizes_.push_back(size);
     return static_cast<int64_t>(storages_.size() - 1);
   }
 
@@ -477,13 +517,17 @@ class PlanAnalysis {
     r.num_points = static_cast<int64_t>(steps_.size());
     std::vector<PackItem> live;
     int64_t unplanned = 0;
+    ObjectRef planned_size = IntConst(kInt64, 0);
+    std::set<const Object*> relied;  // the bounded variables sizing planned tensors
     for (const Allocation& a : allocations_) {
+      if (a.storage >= 0) relied.insert(a.bounded_vars.begin(), a.bounded_vars.end());
       ffi::ObjectPtr<PlannedTensorObj> t = ffi::make_object<PlannedTensorObj>();
       t->binding = a.binding.var().name();
       t->op = a.op;
       t->shape = IntsWhereConstant(a.shape);
       t->dtype = a.known_type ? String(DTypeToString(a.dtype)) : String("");
       t->bytes = a.bytes;
+      if (a.known_type) t->size = a.size;
       t->device = a.device;
       t->scope = a.scope;
       t->first = a.first;
@@ -495,6 +539,7 @@ class PlanAnalysis {
       tensor_records_.push_back(t);
       plan.bindings.push_back(a.binding.ref());
       if (a.storage < 0) {
+        if (a.known_type) planned_size = Add(planned_size, a.size);
         if (a.bytes >= 0 && !a.symbolic) {
           r.planned_bytes += a.bytes;
           unplanned += a.bytes;
@@ -506,17 +551,27 @@ class PlanAnalysis {
       }
     }
     for (const ObjectRef& storage : storages_) {
-      int64_t bytes = storage.as<StorageAllocationObj>()->bytes;
-      if (bytes >= 0) {
-        r.planned_bytes += bytes;
+      const auto* record = storage.as<StorageAllocationObj>();
+      planned_size = Add(planned_size, record->size);
+      if (record->bytes >= 0) {
+        r.planned_bytes += record->bytes;
       } else {
         ++r.symbolic_allocations;
       }
     }
     r.storages = Array<ObjectRef>(storages_.begin(), storages_.end());
+    r.planned_size = analyzer_.Simplify(planned_size);
     // No plan may share the bytes of a tensor that may not be planned: they add to the peak.
     r.peak_live_bytes = PeakLiveBytes(live) + unplanned;
-    plan.storage_sizes = storage_sizes_;
+    for (const Object* var : relied) plan.bound_checks.push_back(bounds_.at(var));
+    std::sort(plan.bound_checks.begin(), plan.bound_checks.end(),
+              [](const BoundCheck& a, const BoundCheck& b) {
+                return Var(a.var).name() < Var(b.var).name();
+              });
+    for (const BoundCheck& bound : plan.bound_checks) {
+      r.upper_bounds.Set(Var(bound.var).name(), bound.upper);
+      if (bound.lower) r.lower_bounds.Set(Var(bound.var).name(), *bound.lower);
+    }
     return plan;
   }
 
@@ -535,6 +590,7 @@ class PlanAnalysis {
     if (need_stock) {
       stock = ReadStockPlan(Function(stock_->Planned().functions().at(gv_)));
       r.stock_bytes = stock->bytes;
+      r.stock_size = analyzer_.Simplify(stock->size);
       r.stock_symbolic_allocations = stock->symbolic;
       r.stock_source = "stock pass";
       r.stock_storages = stock->storages;
@@ -546,6 +602,7 @@ class PlanAnalysis {
       }
     } else if (modelled) {
       r.stock_bytes = *modelled;
+      r.stock_size = IntConst(kInt64, *modelled);
       r.stock_symbolic_allocations = 0;
       r.stock_source = "model";
     }
@@ -589,7 +646,8 @@ class PlanAnalysis {
   std::unordered_map<RootId, size_t> root_allocation_;
   std::vector<PlanStep> model_steps_;
   std::vector<ObjectRef> storages_;
-  std::vector<ObjectRef> storage_sizes_;
+  /*! \brief Signature variables with a `tir_var_upper_bound`. */
+  std::unordered_map<const Object*, BoundCheck> bounds_;
   std::vector<ffi::ObjectPtr<PlannedTensorObj>> tensor_records_;
 };
 
@@ -641,6 +699,9 @@ void PlannedTensorObj::RegisterReflection() {
       .def_ro("dtype", &PlannedTensorObj::dtype, "The element type.")
       .def_ro("bytes", &PlannedTensorObj::bytes,
               "Bytes (the upper bound of a bounded symbolic size); -1 when unbounded.")
+      .def_ro("size", &PlannedTensorObj::size,
+              "Bytes as an int64 expression of the shape variables (an IntImm when static); "
+              "None when the shape or dtype is unknown.")
       .def_ro("device", &PlannedTensorObj::device, "The virtual device index.")
       .def_ro("scope", &PlannedTensorObj::scope, "The storage scope.")
       .def_ro("first", &PlannedTensorObj::first, "Program point of the allocation.")
@@ -658,7 +719,10 @@ void StorageAllocationObj::RegisterReflection() {
   namespace refl = tvm::ffi::reflection;
   refl::ObjectDef<StorageAllocationObj>()
       .def_ro("bytes", &StorageAllocationObj::bytes, "Bytes; -1 when symbolic.")
-      .def_ro("size", &StorageAllocationObj::size, "The size as TVM prints it.")
+      .def_ro("size", &StorageAllocationObj::size,
+              "Bytes as an int64 expression of the shape variables (an IntImm when static).")
+      .def_ro("bounded", &StorageAllocationObj::bounded,
+              "Whether a symbolic size was taken at its tir_var_upper_bound.")
       .def_ro("device", &StorageAllocationObj::device, "The virtual device index.")
       .def_ro("scope", &StorageAllocationObj::scope, "The storage scope.");
 }
@@ -689,7 +753,17 @@ void FunctionMemoryPlanObj::RegisterReflection() {
       .def_ro("symbolic_allocations", &FunctionMemoryPlanObj::symbolic_allocations,
               "Allocations of symbolic size in tvm-memplan's plan.")
       .def_ro("stock_symbolic_allocations", &FunctionMemoryPlanObj::stock_symbolic_allocations,
-              "Allocations of symbolic size in the stock plan; -1 when unknown.");
+              "Allocations of symbolic size in the stock plan; -1 when unknown.")
+      .def_ro("planned_size", &FunctionMemoryPlanObj::planned_size,
+              "What tvm-memplan's plan allocates, as an int64 expression of the shape variables "
+              "(sizes taken at a bound are constants).")
+      .def_ro("stock_size", &FunctionMemoryPlanObj::stock_size,
+              "The same for the stock plan; None when the stock planner was not run.")
+      .def_ro("upper_bounds", &FunctionMemoryPlanObj::upper_bounds,
+              "Shape variable -> tir_var_upper_bound, for the bounds the plan relies on: the "
+              "function checks them on entry.")
+      .def_ro("lower_bounds", &FunctionMemoryPlanObj::lower_bounds,
+              "Shape variable -> tir_var_lower_bound, for those of them that have one.");
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {

@@ -26,7 +26,8 @@
  *     into and out of `if` branches.
  *  2. A tensor is not planned when it reaches the function result, escapes (an impure call or a
  *     closure may keep it), or has a symbolic size that neither `tir_var_upper_bound` bounds nor
- *     function parameters alone define.
+ *     function parameters alone define. A bound that is not an integer, or an upper bound below
+ *     its lower bound, is an error (ValueError naming the function and the variable).
  *  3. The others of one (virtual device, storage scope) are packed at offsets, multiples of
  *     `alignment`, of one storage allocated at the function's start (relax/offset_packing.h);
  *     bounded symbolic sizes take their upper bound. Tensors of a provably equal symbolic size
@@ -34,7 +35,12 @@
  *     callees through `R.memory.ensure_zero_offset`, so only devices where that view is free
  *     (target/planning_devices.h) get offsets; a function allocating elsewhere, or in a scope
  *     other than "global", is planned by the stock planner.
- *  4. With `fall_back_to_stock`, a function whose plan would take more bytes than the stock
+ *  4. A plan that sizes a tensor at a bound holds only calls within the bound: the function
+ *     checks on entry each shape variable whose bound sized a planned tensor (`upper_bounds`,
+ *     `lower_bounds`), and a call past a bound raises an error naming the function, the
+ *     variable, its value and the bound, before anything is allocated (tensors packed together
+ *     would overlap past it; stock's one storage per tensor fails the VM's size check instead).
+ *  5. With `fall_back_to_stock`, a function whose plan would take more bytes than the stock
  *     planner's (modelled by relax/memory_plan_model.h, and run when the model cannot tell) is
  *     planned by the stock planner, unless the stock plan is not well formed (apache/tvm#20191).
  */
@@ -83,6 +89,9 @@ class PlannedTensorObj : public ffi::Object {
   String dtype;
   /*! \brief Bytes (the upper bound where the size is symbolic and bounded); -1: unbounded. */
   int64_t bytes = 0;
+  /*! \brief Bytes as an int64 expression of the shape variables (an IntImm when static); None
+   *         when the shape or dtype is unknown. */
+  Optional<ObjectRef> size;
   int64_t device = 0;
   String scope;
   /*! \brief Program points (relax/program_points.h) of the allocation and of its last read. */
@@ -106,8 +115,10 @@ class StorageAllocationObj : public ffi::Object {
  public:
   /*! \brief Bytes, or -1 when symbolic (then `size` says how many). */
   int64_t bytes = 0;
-  /*! \brief The size as TVM prints it. */
-  String size;
+  /*! \brief Bytes as an int64 expression of the shape variables (an IntImm when static). */
+  ObjectRef size;
+  /*! \brief Whether a symbolic size was taken at its `tir_var_upper_bound`. */
+  bool bounded = false;
   int64_t device = 0;
   String scope;
 
@@ -148,6 +159,15 @@ class FunctionMemoryPlanObj : public ffi::Object {
   /*! \brief Allocations of symbolic size: tvm-memplan's, the stock planner's (-1 unknown). */
   int64_t symbolic_allocations = 0;
   int64_t stock_symbolic_allocations = -1;
+  /*! \brief What each plan allocates, as an int64 expression of the shape variables: sizes
+   *         taken at a bound are constants, unbounded ones expressions (IntImm when static).
+   *         `stock_size` is None when the stock planner was not run. */
+  ObjectRef planned_size;
+  Optional<ObjectRef> stock_size;
+  /*! \brief Shape variable -> bound, for the bounds this plan relies on (every call is checked
+   *         against them on entry). */
+  Map<String, int64_t> upper_bounds;
+  Map<String, int64_t> lower_bounds;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.FunctionMemoryPlan", FunctionMemoryPlanObj,
@@ -166,13 +186,21 @@ class StockPlanner {
   std::optional<ir::IRModule> planned_;
 };
 
+/*! \brief A shape variable the plan sizes at its bound, to check on entry. */
+struct BoundCheck {
+  /*! \brief The TIR variable (defined by the function's parameters). */
+  ObjectRef var;
+  std::optional<int64_t> lower;
+  int64_t upper = 0;
+};
+
 /*! \brief A function's plan, with what the rewrite needs beside the records. */
 struct MemoryPlan {
   ffi::ObjectPtr<FunctionMemoryPlanObj> record;
+  /*! \brief Sorted by variable name. */
+  std::vector<BoundCheck> bound_checks;
   /*! \brief Per tensor record, the relax.Binding of its allocation. */
   std::vector<ObjectRef> bindings;
-  /*! \brief Per storage record, the size expression (an int64 IntImm when static). */
-  std::vector<ObjectRef> storage_sizes;
   bool use_stock() const { return record->planner == "stock"; }
 };
 

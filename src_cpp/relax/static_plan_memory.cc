@@ -28,6 +28,45 @@ namespace {
 const DLDataType kInt64{kDLInt, 64, 1};
 const DLDataType kUInt8{kDLUInt, 8, 1};
 
+/*! \brief `R.assert_op(n <= upper, n, format=...)` (or `lower <= n and n <= upper`), in the
+ *         packed-call form that code after legalization has. */
+ObjectRef BoundCheckBinding(const std::string& function, const BoundCheck& bound) {
+  std::string name = ir::Var(bound.var).name();
+  ObjectRef condition = LE(bound.var, IntConst(bound.var, bound.upper));
+  std::string format = function + ": shape variable " + name + " = {} ";
+  if (bound.lower) {
+    condition = And(LE(IntConst(bound.var, *bound.lower), bound.var), condition);
+    format += "is outside [" + std::to_string(*bound.lower) + ", " + std::to_string(bound.upper) +
+              "], its tir_var_lower_bound and tir_var_upper_bound";
+  } else {
+    format += "exceeds its tir_var_upper_bound " + std::to_string(bound.upper);
+  }
+  format += ": the function's memory is planned for sizes within the bound";
+  ObjectRef check = ir::relax::MakeAssert(condition, {bound.var}, format);
+  Var var = ir::relax::MakeVar(name + "_in_bound", ir::relax::TypeOf(check));
+  return ir::relax::MakeVarBinding(var, check).ref();
+}
+
+/*! \brief `bindings` first in the body of `func`: in its first block, or in a block of their
+ *         own before a dataflow block (whose bindings must be pure and local). */
+Function PrependBindings(const Function& func, const Array<ObjectRef>& bindings) {
+  if (bindings.empty()) return func;
+  SeqExpr body(func.body(), "Function.body");
+  Array<ObjectRef> blocks = body.blocks();
+  Array<ObjectRef> updated;
+  if (!blocks.empty() && !BindingBlock(blocks[0]).is_dataflow()) {
+    BindingBlock first(blocks[0]);
+    Array<ObjectRef> all = bindings;
+    for (const ObjectRef& binding : first.bindings()) all.push_back(binding);
+    updated.push_back(first.WithBindings(all).ref());
+    for (size_t i = 1; i < blocks.size(); ++i) updated.push_back(blocks[i]);
+  } else {
+    updated.push_back(ir::relax::MakeBindingBlock(bindings).ref());
+    for (const ObjectRef& block : blocks) updated.push_back(block);
+  }
+  return func.WithBody(body.WithBlocks(updated).ref());
+}
+
 /*! \brief Rewrites the allocations of one function as its plan says. */
 class PlanApplier {
  public:
@@ -38,7 +77,7 @@ class PlanApplier {
     const FunctionMemoryPlanObj& record = *plan.record;
     for (size_t i = 0; i < record.storages.size(); ++i) {
       const auto* storage = record.storages[i].as<StorageAllocationObj>();
-      Array<ObjectRef> args{ir::relax::MakeShapeExpr({plan.storage_sizes[i]}),
+      Array<ObjectRef> args{ir::relax::MakeShapeExpr({storage->size}),
                             IntConst(kInt64, storage->device), StringConst(storage->scope),
                             ir::relax::MakeDataTypeConst(kUInt8)};
       Var var = ir::relax::MakeVar("storage", ir::relax::AnyType());
@@ -54,24 +93,11 @@ class PlanApplier {
     }
   }
 
+  /*! \brief `func` with its tensors placed, and the storages allocated at its start (so a
+   *         tensor made in an `if` branch and read after it has storage in scope). */
   Function operator()(const Function& func) const {
-    SeqExpr body = Seq(SeqExpr(func.body(), "Function.body"));
-    if (storage_bindings_.empty()) return func.WithBody(body.ref());
-    // The storages open the first block, or a block of their own before a dataflow block
-    // (whose bindings must be pure and local).
-    Array<ObjectRef> blocks = body.blocks();
-    Array<ObjectRef> updated;
-    if (!blocks.empty() && !BindingBlock(blocks[0]).is_dataflow()) {
-      BindingBlock first(blocks[0]);
-      Array<ObjectRef> bindings = storage_bindings_;
-      for (const ObjectRef& binding : first.bindings()) bindings.push_back(binding);
-      updated.push_back(first.WithBindings(bindings).ref());
-      for (size_t i = 1; i < blocks.size(); ++i) updated.push_back(blocks[i]);
-    } else {
-      updated.push_back(ir::relax::MakeBindingBlock(storage_bindings_).ref());
-      for (const ObjectRef& block : blocks) updated.push_back(block);
-    }
-    return func.WithBody(body.WithBlocks(updated).ref());
+    Function placed = func.WithBody(Seq(SeqExpr(func.body(), "Function.body")).ref());
+    return PrependBindings(placed, storage_bindings_);
   }
 
  private:
@@ -152,20 +178,20 @@ PlanMemoryResult PlanMemory(const IRModule& mod, const MemoryPlanOptionsObj& opt
     Function func(mod.functions().at(gv));
     MemoryPlan plan =
         AnalyzeMemoryPlan(gv, func, mod, options, devices, &stock, compare_with_stock);
-    ObjectRef planned;
-    if (plan.use_stock()) {
-      planned = stock.Planned().functions().at(gv);
-    } else {
-      Function rewritten = PlanApplier(plan)(func);
-      // TVM's planner consumes this attribute (the analysis has planned what it asks for).
-      if (FuncAttr(rewritten.ref(), schema::attr::MemoryPlanDynamicFuncOutput)) {
-        rewritten =
-            Function(WithoutFuncAttr(rewritten.ref(), schema::attr::MemoryPlanDynamicFuncOutput));
-      }
-      planned = rewritten.ref();
+    Function planned =
+        plan.use_stock() ? Function(stock.Planned().functions().at(gv)) : PlanApplier(plan)(func);
+    // TVM's planner consumes this attribute; ours has planned what it asks for.
+    if (!plan.use_stock() && FuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput)) {
+      planned = Function(WithoutFuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput));
     }
+    // Checked first, whichever planner: past a bound, tensors sized at it would not fit.
+    Array<ObjectRef> checks;
+    for (const BoundCheck& bound : plan.bound_checks) {
+      checks.push_back(BoundCheckBinding(name, bound));
+    }
+    planned = PrependBindings(planned, checks);
     if (!planned.same_as(func.ref()) && !plan.record->tensors.empty()) {
-      updated.Set(gv, planned);
+      updated.Set(gv, planned.ref());
       changed = true;
     }
     result.plans.push_back(std::move(plan));

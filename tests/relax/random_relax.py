@@ -6,6 +6,10 @@ turns into views), constants, several dataflow blocks, bindings outside blocks a
 ``branch_chains``, each `if` branch computes a chain of operators, whose intermediate tensors
 live and die inside the branch while the branch result is read after the `if` (the shape of
 apache/tvm#20191, where TVM's planner uses storage allocated in a branch after it).
+
+With ``dynamic``, the first dimension of `x` is a shape variable `n` (and a parameter `u` of
+shape `(m, 8)` adds an unbounded `m`): ``"bounded"`` bounds `n` by `N_UPPER_BOUND` through
+`tir_var_upper_bound`, as LLM deployments do, ``"unbounded"`` does not.
 """
 
 from __future__ import annotations
@@ -15,13 +19,17 @@ from dataclasses import dataclass, field
 
 import tvm
 from tvm.script import relax as R
+from tvm.script import tirx as T
 
 UNARY = ["R.tanh", "R.sigmoid", "R.sin", "R.negative", "R.abs", "R.nn.relu", "R.exp", "R.floor"]
 BINARY = ["R.add", "R.subtract", "R.multiply", "R.maximum", "R.minimum"]
-SHAPES = [(4, 8), (8,), (1, 8), ()]
+N_UPPER_BOUND = 6
+DYNAMIC = (None, "bounded", "unbounded")
 
 
 def _broadcast(a: tuple, b: tuple) -> tuple | None:
+    # Extents are ints or shape-variable expressions (strings): those broadcast only with
+    # themselves and 1.
     if a == b or not b:
         return a
     if not a:
@@ -32,12 +40,16 @@ def _broadcast(a: tuple, b: tuple) -> tuple | None:
     for x, y in zip(a, b, strict=True):
         if x != y and 1 not in (x, y):
             return None
-        out.append(max(x, y))
+        out.append(y if x == 1 else x)
     return tuple(out)
 
 
-def _shape(dims: tuple) -> str:
-    return "(" + "".join(f"{d}, " for d in dims) + ")"
+def _shape(dims: tuple, quoted: bool = False) -> str:
+    """A shape in the function body, or in its signature (`quoted`: shape variables as strings,
+    which the signature defines)."""
+    return (
+        "(" + "".join(f'"{d}", ' if quoted and isinstance(d, str) else f"{d}, " for d in dims) + ")"
+    )
 
 
 @dataclass
@@ -49,9 +61,14 @@ class _Scope:
 
 
 class _Generator:
-    def __init__(self, seed: int, branch_chains: bool = False):
+    def __init__(self, seed: int, branch_chains: bool = False, dynamic: str | None = None):
+        if dynamic not in DYNAMIC:
+            raise ValueError(f"dynamic must be one of {DYNAMIC}, got {dynamic!r}")
         self.rng = random.Random(seed)
         self.branch_chains = branch_chains
+        self.dynamic = dynamic
+        #: The shape of `x`, which every branch result has.
+        self.main = ("n", 8) if dynamic else (4, 8)
         self.lines: list[str] = []
         self.count = 0
 
@@ -114,11 +131,12 @@ class _Generator:
         elif kind == "view":
             src = self.pick(names)
             shape = visible.tensors[src]
-            if shape == (4, 8):
-                self.emit(indent, f"{name} = R.reshape({src}, (32,))")
+            if shape == self.main:
+                flat = "n * 8" if self.dynamic else "32"
+                self.emit(indent, f"{name} = R.reshape({src}, ({flat},))")
                 other = self.fresh()
-                self.emit(indent, f"{other} = R.reshape({name}, (4, 8))")
-                target.tensors[other] = (4, 8)
+                self.emit(indent, f"{other} = R.reshape({name}, {_shape(self.main)})")
+                target.tensors[other] = self.main
                 return other
             if shape == (8,):
                 self.emit(indent, f"{name} = R.expand_dims({src}, axis=[0])")
@@ -156,7 +174,9 @@ class _Generator:
             if not all(isinstance(s, tuple) and s and s == shapes[0] for s in shapes):
                 return None
             self.emit(indent, f"{name} = R.concat({tup}, axis=0)")
-            target.tensors[name] = (shapes[0][0] * len(shapes),) + shapes[0][1:]
+            first = shapes[0][0]
+            first = f"{first} * {len(shapes)}" if isinstance(first, str) else first * len(shapes)
+            target.tensors[name] = (first,) + shapes[0][1:]
         else:
             return None
         return name
@@ -164,12 +184,22 @@ class _Generator:
     def function(self) -> str:
         rng = self.rng
         self.emit(0, "@R.function(pure=True)")
-        params = {"x": (4, 8), "y": (8,), "z": (1, 8)}
+        params = {"x": self.main, "y": (8,), "z": (1, 8)}
+        extra = ""
+        if self.dynamic:
+            params["u"] = ("m", 8)
+            extra = ', u: R.Tensor(("m", 8), "float32")'
         self.emit(
             0,
-            'def main(x: R.Tensor((4, 8), "float32"), y: R.Tensor((8,), "float32"), '
-            'z: R.Tensor((1, 8), "float32"), c: R.Tensor((), "bool")):',
+            f'def main(x: R.Tensor({_shape(self.main, quoted=True)}, "float32"), '
+            'y: R.Tensor((8,), "float32"), '
+            f'z: R.Tensor((1, 8), "float32"), c: R.Tensor((), "bool"){extra}):',
         )
+        if self.dynamic:
+            self.emit(1, "n = T.int64()")
+            self.emit(1, "m = T.int64()")
+        if self.dynamic == "bounded":
+            self.emit(1, f'R.func_attr({{"tir_var_upper_bound": {{"n": {N_UPPER_BOUND}}}}})')
         scope = _Scope(dict(params))
         for _ in range(rng.randint(2, 4)):
             segment = rng.choice(["dataflow", "plain", "if"])
@@ -200,7 +230,7 @@ class _Generator:
                 for branch in ("then", "else"):
                     if branch == "else":
                         self.emit(1, "else:")
-                    full = [n for n, shape in scope.tensors.items() if shape == (4, 8)]
+                    full = [n for n, shape in scope.tensors.items() if shape == self.main]
                     steps = rng.randint(1, 3) if self.branch_chains else 1
                     previous = None
                     for step in range(steps):
@@ -208,25 +238,32 @@ class _Generator:
                         if rng.random() < 0.5:
                             value = f"{rng.choice(UNARY)}({previous or rng.choice(full)})"
                         else:
-                            # Every shape of SHAPES broadcasts with (4, 8) to (4, 8).
-                            other = rng.choice(list(scope.tensors))
+                            other = rng.choice(
+                                [
+                                    n
+                                    for n, shape in scope.tensors.items()
+                                    if _broadcast(self.main, shape) == self.main
+                                ]
+                            )
                             value = f"{rng.choice(BINARY)}({other}, {previous or 'x'})"
                         name = result if step == steps - 1 else self.fresh()
                         self.emit(2, f"{name} = {value}")
                         previous = name
-                scope.tensors[result] = (4, 8)
+                scope.tensors[result] = self.main
         candidates = list(scope.tensors) + list(scope.tuples)
         returned = rng.sample(candidates, k=min(len(candidates), rng.randint(1, 3)))
         self.emit(1, f"return ({', '.join(returned)},)")
         return "\n".join(self.lines)
 
 
-def random_function_source(seed: int, branch_chains: bool = False) -> str:
+def random_function_source(
+    seed: int, branch_chains: bool = False, dynamic: str | None = None
+) -> str:
     """TVMScript of a random Relax function `main` (see the module docstring)."""
-    return _Generator(seed, branch_chains).function()
+    return _Generator(seed, branch_chains, dynamic).function()
 
 
-def random_module(seed: int, branch_chains: bool = False) -> tvm.IRModule:
-    source = random_function_source(seed, branch_chains)
-    func = tvm.script.from_source(source, extra_vars={"R": R})
+def random_module(seed: int, branch_chains: bool = False, dynamic: str | None = None):
+    source = random_function_source(seed, branch_chains, dynamic)
+    func = tvm.script.from_source(source, extra_vars={"R": R, "T": T})
     return tvm.IRModule({"main": func})

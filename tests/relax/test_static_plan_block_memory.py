@@ -345,7 +345,8 @@ class TestEscapingTensorIsNotPlanned(PlanCase):
 
 
 class TestBoundedSymbolicSizesTakeTheirUpperBound(PlanCase):
-    """`tir_var_upper_bound` bounds `n` by 32: the tensors are packed at 128 bytes each."""
+    """`tir_var_upper_bound` bounds `n` by 32: the tensors are packed at 128 bytes each, and the
+    function checks `n` against its bound on entry, before anything is allocated."""
 
     @I.ir_module
     class before:
@@ -385,6 +386,16 @@ class TestBoundedSymbolicSizesTakeTheirUpperBound(PlanCase):
             n = T.int64()
             R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
             cls = expected
+            n_in_bound = R.call_packed(
+                "relax.run.assert_op",
+                n <= 32,
+                R.str(
+                    "main: shape variable n = {} exceeds its tir_var_upper_bound 32: the "
+                    "function's memory is planned for sizes within the bound"
+                ),
+                n,
+                ty_args=(R.Tuple,),
+            )
             storage = R.memory.alloc_storage(R.shape([256]), 0, R.str("global"), R.dtype("uint8"))
             a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
             cls.exp(x, a)
@@ -396,6 +407,168 @@ class TestBoundedSymbolicSizesTakeTheirUpperBound(PlanCase):
             return c
 
     shape_vars = ({"n": 1}, {"n": 17}, {"n": 32})
+
+
+def _with_attrs(mod: tvm.IRModule, **attrs) -> tvm.IRModule:
+    """`mod` with attributes added to `main` (the other functions and their GlobalVars kept)."""
+    main = mod["main"]
+    for key, value in attrs.items():
+        main = main.with_attr(key.replace("__", "."), value)
+    return tvm.IRModule(
+        {gv: main if gv.name_hint == "main" else f for gv, f in mod.functions.items()}
+    )
+
+
+class TestLowerAndUpperBoundsAreCheckedTogether(PlanCase):
+    """With a `tir_var_lower_bound` too, the entry check tests both ends of the range the sizes
+    were derived from."""
+
+    before = _with_attrs(
+        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_lower_bound={"n": 4}
+    )
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True)
+        def exp(a: T.handle, b: T.handle):
+            n = T.int64()
+            A = T.match_buffer(a, (n,), "float32")
+            B = T.match_buffer(b, (n,), "float32")
+            for i in range(n):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+            n = T.int64()
+            R.func_attr(
+                {
+                    "relax.force_pure": True,
+                    "tir_var_lower_bound": {"n": 4},
+                    "tir_var_upper_bound": {"n": 32},
+                }
+            )
+            cls = expected
+            n_in_bound = R.call_packed(
+                "relax.run.assert_op",
+                4 <= n and n <= 32,  # noqa: SIM300  (the IR's operand order)
+                R.str(
+                    "main: shape variable n = {} is outside [4, 32], its tir_var_lower_bound "
+                    "and tir_var_upper_bound: the function's memory is planned for sizes within "
+                    "the bound"
+                ),
+                n,
+                ty_args=(R.Tuple,),
+            )
+            storage = R.memory.alloc_storage(R.shape([256]), 0, R.str("global"), R.dtype("uint8"))
+            a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
+            cls.exp(x, a)
+            b_at = R.memory.alloc_tensor(storage, 128, R.shape([n]), R.dtype("float32"), 0)
+            b = R.memory.ensure_zero_offset(b_at)
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            return c
+
+    shape_vars = ({"n": 4}, {"n": 32})
+
+
+def test_calls_outside_the_bounds_raise():
+    after = StaticPlanBlockMemory()(TestLowerAndUpperBoundsAreCheckedTogether.before)
+    vms = (relax_vm(after, planner="none"),) * 2
+    for n in (3, 33):
+        with pytest.raises(Exception, match=f"main: shape variable n = {n} is outside \\[4, 32\\]"):
+            assert_same_relax_results(after, after, shape_vars={"n": n}, vms=vms)
+
+
+@I.ir_module
+class BoundOnTheResultOnly:
+    """`n` sizes only the returned `c`, which no planner shares; `a` and `b` are static."""
+
+    @T.prim_func(private=True)
+    def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+        for i in range(16):
+            B[i] = T.exp(A[i])
+
+    @T.prim_func(private=True)
+    def fill(a: T.handle, b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (16,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in range(n):
+            B[i] = A[i % 16]
+
+    @R.function
+    def main(x: R.Tensor((16,), "float32"), y: R.Tensor(("n",), "float32")):
+        n = T.int64()
+        R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+        cls = BoundOnTheResultOnly
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(x, a)
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(a, b)
+        c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        cls.fill(b, c)
+        return c
+
+
+def test_a_bound_no_planned_tensor_takes_is_not_checked():
+    """Only bounds that size planned tensors are checked: past them nothing would overlap."""
+    (plan,) = memory_plan(BoundOnTheResultOnly, pipeline=None)
+    assert dict(plan.upper_bounds) == {}
+    after = StaticPlanBlockMemory()(BoundOnTheResultOnly)
+    assert "relax.run.assert_op" not in after.script()
+    assert_same_relax_results(BoundOnTheResultOnly, after, shape_vars={"n": 40})
+
+
+def test_outputs_planned_at_the_bound_are_checked_too():
+    """`relax.memory_plan_dynamic_func_output` sizes the returned tensor at the bound as well:
+    its bound is checked, and within it the results hold."""
+    mod = _with_attrs(BoundOnTheResultOnly, relax__memory_plan_dynamic_func_output=True)
+    (plan,) = memory_plan(mod, pipeline=None)
+    assert dict(plan.upper_bounds) == {"n": 32}
+    returned = next(t for t in plan.tensors if t.binding == "c")
+    assert returned.planned and plan.storages[returned.storage].bounded
+    after = StaticPlanBlockMemory()(mod)
+    assert_same_relax_results(mod, after, shape_vars={"n": 32})
+    vms = (relax_vm(after, planner="none"),) * 2
+    with pytest.raises(Exception, match="main: shape variable n = 33 exceeds"):
+        assert_same_relax_results(after, after, shape_vars={"n": 33}, vms=vms)
+
+
+def test_symbolic_sizes_are_expressions_in_the_records():
+    """Sizes are expressions of the shape variables: tensors at their exact size, storages
+    sized at the bound marked `bounded`, and each plan's total with the unplanned `c` still
+    symbolic."""
+    (plan,) = memory_plan(TestBoundedSymbolicSizesTakeTheirUpperBound.before, pipeline=None)
+    n = plan.tensors[0].shape[0]
+    sizes = {t.binding: t.size for t in plan.tensors}
+    for size in sizes.values():
+        tvm.ir.assert_structural_equal(size, n * 4)
+    (storage,) = plan.storages
+    assert storage.bytes == 256 and int(storage.size) == 256 and storage.bounded
+    tvm.ir.assert_structural_equal(plan.planned_size, n * 4 + 256)
+    assert plan.planned_bytes == 256 and plan.symbolic_allocations == 1
+    assert dict(plan.upper_bounds) == {"n": 32} and dict(plan.lower_bounds) == {}
+
+
+@pytest.mark.parametrize("bound", ["32", 2.5, [32]])
+def test_a_bound_that_is_not_an_integer_raises(bound):
+    mod = _with_attrs(
+        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": bound}
+    )
+    for options in ({}, {"fall_back_to_stock": False}):
+        with pytest.raises(ValueError, match='function `main`: tir_var_upper_bound\\["n"\\] must '):
+            StaticPlanBlockMemory(**options)(mod)
+
+
+def test_an_upper_bound_below_the_lower_bound_raises():
+    mod = _with_attrs(
+        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_lower_bound={"n": 40}
+    )
+    with pytest.raises(
+        ValueError, match="`n` has tir_var_upper_bound 32, below its lower bound 40"
+    ):
+        StaticPlanBlockMemory()(mod)
 
 
 class TestUnboundedSymbolicSizesShareStoragesOfTheirSize(PlanCase):
