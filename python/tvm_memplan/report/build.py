@@ -281,12 +281,7 @@ class _RelaxBuilds:
                     ),
                 )
                 candidates[name] = [] if found is None else found
-        without = None
-        if self.none_plans is not None:
-            without = needs.vm_peak(
-                [p.stock_bytes for p in self.none_plans.values()], _calls_relax_functions(self.mod)
-            )
-        return Inplace(conversions, candidates, without, self.notes)
+        return Inplace(conversions, candidates, None, self.notes)
 
 
 # ---- TIR: compaction and placement -------------------------------------------------------------
@@ -304,15 +299,16 @@ def _kernel_calls(func: tvm.tirx.PrimFunc, kernels: set[str]) -> list[str]:
     return sorted(called)
 
 
-def _stock_compacted_bytes(stock: tvm.IRModule, name: str, regions) -> list[int | None]:
-    """Bytes of each buffer after TVM's pass, matched by position: the pass keeps every
-    allocation where it is. When the allocations do not line up (names in order), unknown."""
+def _stock_compacted(stock: tvm.IRModule, name: str, regions) -> list:
+    """Each buffer after TVM's pass (an ``analysis.Allocation``), matched by position: the pass
+    keeps every allocation where it is. When the allocations do not line up (their names in
+    order), None for each."""
     if name not in {gv.name_hint for gv in stock.functions}:
         return [None] * len(regions)
     after = [a for a in analysis.allocation_summary(stock[name]) if a.allocates]
     if [a.name for a in after] != [str(r.name) for r in regions]:
         return [None] * len(regions)
-    return [a.size_bytes for a in after]
+    return after
 
 
 def _kernels(
@@ -347,13 +343,12 @@ def _kernels(
             )
             if not regions:
                 continue
-            stock_bytes = (
-                [None] * len(regions)
-                if stock is None
-                else _stock_compacted_bytes(stock, name, regions)
+            after = (
+                [None] * len(regions) if stock is None else _stock_compacted(stock, name, regions)
             )
             kernel(name).buffers = [
-                Buffer(i, r, b) for i, (r, b) in enumerate(zip(regions, stock_bytes, strict=True))
+                Buffer(i, r, None if a is None else a.size_bytes, None if a is None else a.size)
+                for i, (r, a) in enumerate(zip(regions, after, strict=True))
             ]
     placing = memplan.get(_OUR_PLACEMENT)
     if placing is not None:

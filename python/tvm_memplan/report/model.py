@@ -159,8 +159,10 @@ class Buffer:
     index: int
     #: Our compaction's record (CompactedRegion).
     region: Any
-    #: TVM's CompactBufferAllocation on the same IR: bytes of the buffer at the same position.
+    #: TVM's CompactBufferAllocation on the same IR: bytes of the buffer at the same position
+    #: (None where symbolic), and as an expression of the shape variables.
     stock_bytes: int | None
+    stock_size: Any = None
 
 
 @dataclass
@@ -185,6 +187,8 @@ class Kernel:
     #: Workspace and stack bytes per build, with those of the kernels it calls.
     workspace: dict[str, int | None] = field(default_factory=dict)
     stack: dict[str, int | None] = field(default_factory=dict)
+    #: Where those are symbolic and not evaluated: the expressions ("workspace.memplan": ...).
+    symbolic: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,20 @@
 checked against, computed here once from the report's records.
 
 - weights: parameters and constants the module keeps;
-- VM: what the Relax VM allocates for a function once planned (the plan's own figure:
-  ``FunctionMemoryPlan.applied_bytes`` for the memplan build, ``stock_bytes`` for the stock
-  build). Relax functions run one at a time, so the model's figure is the largest function's
-  (their sum when Relax functions call each other);
+- VM: what the Relax VM allocates for a function once planned, the plan's own figure
+  (``FunctionMemoryPlan.planned_size`` for the memplan build, or ``stock_size`` where the pass
+  plans the function as TVM does; ``stock_size`` of the stock build). Relax functions run one at
+  a time, so the model's figure is the largest function's (their sum when Relax functions call
+  each other);
 - workspace and stack: kernels run one at a time on the VM, so the most one kernel takes (a
   kernel that calls another adds the callee's, which is live at the same time);
-- total: their sum; and, as a secondary line, every allocation summed as if none were ever
+- total: their sum; and, as a secondary line, everything summed as if no allocation were ever
   freed or reused.
+
+Symbolic sizes are expressions of shape variables, evaluated at each variable's value: the one
+given (``shape_values``), else its ``tir_var_upper_bound`` (of the function, or for kernels the
+largest of the functions'). A figure that depends on a variable with neither stays an
+expression (``Needs.symbolic``) and its number is None.
 """
 
 from __future__ import annotations
@@ -18,27 +24,33 @@ import math
 
 import tvm
 
-from . import origins
+from . import origins, sizes
+from .load import ReportError
 from .model import BUILDS, FunctionNeeds, Kernel, Needs, Report, Summary, Weight
 from .origins import Origin
 
-__all__ = ["placement_of", "summary", "vm_peak", "weights"]
+__all__ = ["bounds", "placement_of", "summary", "vm_peak", "weights"]
+
+PARTS = ("weights", "vm", "workspace", "stack")
 
 
-def _sum(values) -> int | None:
-    values = list(values)
-    return None if any(v is None for v in values) else sum(values)
-
-
-def _max(values) -> int | None:
-    values = list(values)
-    return None if any(v is None for v in values) else max(values, default=0)
-
-
-def vm_peak(values, calls_each_other: bool) -> int | None:
+def vm_peak(values, calls_each_other: bool):
     """The VM figure of several Relax functions: the largest (they run one at a time), or the
     sum when they call each other."""
-    return _sum(values) if calls_each_other else _max(values)
+    values = list(values)
+    if not calls_each_other:
+        return sizes.largest(values)
+    total = 0
+    for v in values:
+        total = sizes.add(total, v)
+    return total
+
+
+def _total(values):
+    total = 0
+    for v in values:
+        total = sizes.add(total, v)
+    return total
 
 
 def _tensor_bytes(ty) -> int | None:
@@ -112,38 +124,39 @@ def placement_of(decision, build: str) -> str:
     return where if where in ("stack", "workspace") else "other"
 
 
-def _own(kernel: Kernel, build: str, where: str) -> int | None:
+def _decision_size(d):
+    if d.nbytes is not None:
+        return int(d.nbytes)
+    return d.size
+
+
+def _own(kernel: Kernel, build: str, where: str):
     decisions = kernel.placement if build == "memplan" else kernel.stock_placement
-    return _sum(
-        None if d.nbytes is None else int(d.nbytes)
-        for d in decisions
-        if placement_of(d, build) == where
-    )
+    return _total(_decision_size(d) for d in decisions if placement_of(d, build) == where)
 
 
-def _kernel_figures(kernels: list[Kernel]) -> None:
-    """Each kernel's workspace and stack per build, with those of the kernels it calls."""
+def _kernel_sizes(kernels: list[Kernel]) -> dict[tuple[str, str, str], object]:
+    """(kernel, build, "workspace" | "stack") -> size, with the kernels it calls."""
     by_name = {k.name: k for k in kernels}
-    for where in ("workspace", "stack"):
+    result: dict[tuple[str, str, str], object] = {}
+
+    def size(name: str, build: str, where: str, visiting: frozenset):
+        key = (name, build, where)
+        if key not in result:
+            kernel = by_name[name]
+            callees = [
+                size(c, build, where, visiting | {name})
+                for c in kernel.calls
+                if c in by_name and c not in visiting
+            ]
+            result[key] = sizes.add(_own(kernel, build, where), sizes.largest(callees))
+        return result[key]
+
+    for k in kernels:
         for build in BUILDS:
-            done: dict[str, int | None] = {}
-
-            def figure(name: str, visiting: frozenset, where=where, build=build, done=done):
-                if name in done:
-                    return done[name]
-                kernel = by_name[name]
-                own = _own(kernel, build, where)
-                callees = [figure(c, visiting | {name}) for c in kernel.calls if c not in visiting]
-                value = (
-                    None
-                    if own is None
-                    else (own + (_max(callees) or 0) if None not in callees else None)
-                )
-                done[name] = value
-                return value
-
-            for k in kernels:
-                getattr(k, where)[build] = figure(k.name, frozenset())
+            for where in ("workspace", "stack"):
+                size(k.name, build, where, frozenset())
+    return result
 
 
 def _relax_calls(mod: tvm.IRModule | None, function: str) -> set[str]:
@@ -162,95 +175,6 @@ def _relax_calls(mod: tvm.IRModule | None, function: str) -> set[str]:
     return called
 
 
-def _complete(n: Needs) -> Needs:
-    n.total = _sum([n.weights, n.vm, n.workspace, n.stack])
-    return n
-
-
-def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
-    """The memory each build needs, per function and in total."""
-    kernels = report.kernels
-    _kernel_figures(kernels)
-    by_name = {k.name: k for k in kernels}
-    weight_total = _sum(w.bytes for w in report.weights)
-
-    def kernel_peak(names, build: str, where: str) -> int | None:
-        return _max(getattr(by_name[n], where).get(build) for n in names if n in by_name)
-
-    def all_kernels(build: str) -> int | None:
-        return _sum(
-            getattr(k, where).get(build) for k in kernels for where in ("workspace", "stack")
-        )
-
-    functions: list[FunctionNeeds] = []
-    calls_each_other = False
-    for f in report.relax:
-        if relax is not None and _calls_other_relax(relax.mod, f.function):
-            calls_each_other = True
-        per_build = {}
-        for build in BUILDS:
-            if build == "memplan":
-                plan = f.plan
-                vm = None if plan is None or plan.symbolic_allocations else int(plan.applied_bytes)
-                called = _relax_calls(relax.memplan_input, f.function) if relax else set()
-            else:
-                plan = f.stock_build
-                vm = None if plan is None or plan.stock_bytes < 0 else int(plan.stock_bytes)
-                called = _relax_calls(relax.stock_input, f.function) if relax else set()
-            n = Needs(
-                weights=_sum(w.bytes for w in report.weights if w.function == f.function),
-                vm=vm,
-                workspace=kernel_peak(called, build, "workspace"),
-                stack=kernel_peak(called, build, "stack"),
-            )
-            n.all_allocations = _sum(
-                [n.weights, vm]
-                + [
-                    getattr(by_name[c], where).get(build)
-                    for c in called
-                    if c in by_name
-                    for where in ("workspace", "stack")
-                ]
-            )
-            per_build[build] = _complete(n)
-        functions.append(
-            FunctionNeeds(f.function, "relax", per_build["stock"], per_build["memplan"])
-        )
-    if not report.relax:
-        for k in kernels:
-            per_build = {
-                build: _complete(
-                    Needs(
-                        weights=0,
-                        vm=0,
-                        workspace=k.workspace.get(build),
-                        stack=k.stack.get(build),
-                        all_allocations=_sum([k.workspace.get(build), k.stack.get(build)]),
-                    )
-                )
-                for build in BUILDS
-            }
-            functions.append(FunctionNeeds(k.name, "tir", per_build["stock"], per_build["memplan"]))
-    totals = {}
-    for build in BUILDS:
-        vms = [getattr(f, build).vm for f in functions if f.kind == "relax"]
-        vm = vm_peak(vms, calls_each_other)
-        n = Needs(
-            weights=weight_total,
-            vm=vm,
-            workspace=kernel_peak([k.name for k in kernels], build, "workspace"),
-            stack=kernel_peak([k.name for k in kernels], build, "stack"),
-        )
-        n.all_allocations = _sum([weight_total, _sum(vms), all_kernels(build)])
-        totals[build] = _complete(n)
-    notes = []
-    if calls_each_other:
-        notes.append("Relax functions call each other: the VM figure is their sum")
-    elif len(report.relax) > 1:
-        notes.append("Relax functions run one at a time: the VM figure is the largest function's")
-    return Summary(totals["stock"], totals["memplan"], functions, notes=notes)
-
-
 def _calls_other_relax(mod: tvm.IRModule, function: str) -> bool:
     relax_globals = {gv for gv, f in mod.functions.items() if isinstance(f, tvm.relax.Function)}
     found = False
@@ -262,3 +186,192 @@ def _calls_other_relax(mod: tvm.IRModule, function: str) -> bool:
 
     tvm.relax.analysis.post_order_visit(mod[function], visit)
     return found
+
+
+def bounds(mod: tvm.IRModule) -> dict[str, dict[str, int]]:
+    """Per Relax function, its ``tir_var_upper_bound``."""
+    result = {}
+    for gv, func in mod.functions.items():
+        if isinstance(func, tvm.relax.Function):
+            attr = func.attrs.get("tir_var_upper_bound") if func.attrs is not None else None
+            result[gv.name_hint] = {str(k): int(v) for k, v in (attr or {}).items()}
+    return result
+
+
+def _needs(parts: dict[str, object], everything, values: dict[str, int]) -> Needs:
+    """Needs at ``values`` from sizes (ints or expressions)."""
+    parts = dict(parts)
+    parts["total"] = _total(parts[p] for p in PARTS)
+    parts["all_allocations"] = everything
+    needs = Needs()
+    for key, size in parts.items():
+        value = sizes.evaluate(size, values)
+        setattr(needs, key, value)
+        if value is None and size is not None and sizes.free_vars(size):
+            needs.symbolic[key] = sizes.text(size)
+    return needs
+
+
+def _at(size, values: dict[str, int]):
+    """The size at ``values`` when they fix it, else the size itself."""
+    value = sizes.evaluate(size, values)
+    return size if value is None else value
+
+
+def _applied_size(plan):
+    """What the pass allocates for a function: its plan, or the stock plan where it plans the
+    function as TVM does."""
+    if plan is None:
+        return None
+    return plan.stock_size if str(plan.planner) == "stock" else plan.planned_size
+
+
+def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
+    """The memory each build needs, per function and in total; evaluates the Relax plans and
+    the kernels at the shape values (``RelaxFunction.plan_at``, ``Kernel.workspace``)."""
+    module_bounds = bounds(relax.mod) if relax is not None else {}
+    # Kernels: at the largest bound of any function (the peak over the functions' calls).
+    kernel_values: dict[str, int] = {}
+    for found in module_bounds.values():
+        for name, bound in found.items():
+            kernel_values[name] = max(bound, kernel_values.get(name, bound))
+    kernel_values.update(shape_values)
+
+    def values_of(function: str) -> dict[str, int]:
+        return {**module_bounds.get(function, {}), **shape_values}
+
+    # Every shape variable a figure depends on.
+    appearing: set[str] = set()
+    for f in report.relax:
+        for plan in (f.plan, f.stock_build):
+            if plan is not None:
+                appearing |= set(sizes.free_vars(plan.planned_size))
+                appearing |= set(sizes.free_vars(plan.stock_size))
+    for k in report.kernels:
+        for d in [*k.placement, *k.stock_placement]:
+            appearing |= set(sizes.free_vars(d.size))
+    unknown_given = sorted(set(shape_values) - appearing)
+    if unknown_given:
+        raise ReportError(
+            f"shape variable values name {', '.join(unknown_given)}, which no size of this "
+            f"model depends on (its shape variables: {', '.join(sorted(appearing)) or 'none'})"
+        )
+    notes = []
+    for f in report.relax:
+        values = values_of(f.function)
+        for plan in (f.plan, f.stock_build):
+            if plan is not None and sizes.free_vars(plan.planned_size) + sizes.free_vars(
+                plan.stock_size
+            ):
+                evaluated = sizes.evaluate_plan(plan, values)
+                if plan is f.plan:
+                    f.plan_at = evaluated
+                else:
+                    f.stock_build_at = evaluated
+        for name, bound in module_bounds.get(f.function, {}).items():
+            given = shape_values.get(name)
+            if given is not None and given > bound:
+                notes.append(
+                    f"{name} = {given} is past its tir_var_upper_bound {bound} in "
+                    f"{f.function}: such a call raises an error (the plan is sized at the bound)"
+                )
+
+    kernel_sizes = _kernel_sizes(report.kernels)
+    for k in report.kernels:
+        for where in ("workspace", "stack"):
+            table = getattr(k, where)
+            for build in BUILDS:
+                size = kernel_sizes[(k.name, build, where)]
+                table[build] = sizes.evaluate(size, kernel_values)
+                if table[build] is None and size is not None:
+                    k.symbolic[f"{where}.{build}"] = sizes.text(size)
+
+    def kernel_peak(names, build: str, where: str):
+        return sizes.largest(kernel_sizes[(n, build, where)] for n in names)
+
+    def all_kernels(build: str, names):
+        return _total(kernel_sizes[(n, build, w)] for n in names for w in ("workspace", "stack"))
+
+    kernel_names = {k.name for k in report.kernels}
+    functions: list[FunctionNeeds] = []
+    calls_each_other = False
+    vm_sizes = {build: [] for build in BUILDS}
+    for f in report.relax:
+        if relax is not None and _calls_other_relax(relax.mod, f.function):
+            calls_each_other = True
+        per_build = {}
+        for build in BUILDS:
+            if build == "memplan":
+                vm = _applied_size(f.plan)
+                called = _relax_calls(relax.memplan_input, f.function) if relax else set()
+            else:
+                vm = None if f.stock_build is None else f.stock_build.stock_size
+                called = _relax_calls(relax.stock_input, f.function) if relax else set()
+            vm_sizes[build].append(vm)
+            called &= kernel_names
+            weight = _total(w.bytes for w in report.weights if w.function == f.function)
+            parts = {
+                "weights": weight,
+                "vm": vm,
+                "workspace": kernel_peak(called, build, "workspace"),
+                "stack": kernel_peak(called, build, "stack"),
+            }
+            everything = _total([weight, vm, all_kernels(build, called)])
+            per_build[build] = _needs(parts, everything, values_of(f.function))
+        functions.append(
+            FunctionNeeds(f.function, "relax", per_build["stock"], per_build["memplan"])
+        )
+    if not report.relax:
+        for k in report.kernels:
+            per_build = {}
+            for build in BUILDS:
+                parts = {
+                    "weights": 0,
+                    "vm": 0,
+                    "workspace": kernel_sizes[(k.name, build, "workspace")],
+                    "stack": kernel_sizes[(k.name, build, "stack")],
+                }
+                per_build[build] = _needs(parts, all_kernels(build, [k.name]), kernel_values)
+            functions.append(FunctionNeeds(k.name, "tir", per_build["stock"], per_build["memplan"]))
+
+    # The module: at each function's values for its VM figure, the kernels' values otherwise.
+    weight_total = _total(w.bytes for w in report.weights)
+    totals = {}
+    for build in BUILDS:
+        vms = [
+            _at(v, values_of(f.function))
+            for v, f in zip(vm_sizes[build], report.relax, strict=True)
+        ]
+        parts = {
+            "weights": weight_total,
+            "vm": vm_peak(vms, calls_each_other),
+            "workspace": kernel_peak(kernel_names, build, "workspace"),
+            "stack": kernel_peak(kernel_names, build, "stack"),
+        }
+        everything = _total([weight_total, _total(vms), all_kernels(build, kernel_names)])
+        totals[build] = _needs(parts, everything, kernel_values)
+    if report.inplace is not None and relax is not None and relax.none_plans is not None:
+        none = [_at(p.stock_size, values_of(name)) for name, p in sorted(relax.none_plans.items())]
+        report.inplace.without_inplace = sizes.evaluate(
+            vm_peak(none, calls_each_other), kernel_values
+        )
+    if calls_each_other:
+        notes.append("Relax functions call each other: the VM figure is their sum")
+    elif len(report.relax) > 1:
+        notes.append("Relax functions run one at a time: the VM figure is the largest function's")
+    evaluated_at, sources = {}, {}
+    for name in sorted(appearing):
+        if name in shape_values:
+            evaluated_at[name], sources[name] = shape_values[name], "given"
+        elif name in kernel_values:
+            evaluated_at[name], sources[name] = kernel_values[name], "bound"
+    unknown = sorted(appearing - set(evaluated_at))
+    return Summary(
+        totals["stock"],
+        totals["memplan"],
+        functions,
+        evaluated_at=evaluated_at,
+        value_sources=sources,
+        unknown_vars=unknown,
+        notes=notes,
+    )

@@ -152,16 +152,34 @@ def _alias_of(value) -> list:
 
 def tensor_writers(func: tvm.relax.Function) -> dict[str, list[str]]:
     """For a function of the planner's input: per variable, the model's bindings that name its
-    memory, in order (the op that made it first, then ops computed in place in it)."""
+    memory, in order (the op that made it first, then ops computed in place in it). A tuple
+    result names each of its fields' memory, and so does the binding that takes a field out."""
     names: dict[str, list[str]] = defaultdict(list)
     root: dict[str, str] = {}
+    fields: dict[str, list[str]] = {}
+
+    def root_of(var) -> str:
+        return root.get(var.name, var.name)
+
     for binding in bindings(func):
-        var = binding.var.name
-        aliased = _alias_of(binding.value)
-        if len(aliased) == 1 and isinstance(binding.value, tvm.relax.Var):
-            source = root.get(aliased[0].name, aliased[0].name)
-            root[var] = source
-            names[source].append(var)
+        var, value = binding.var.name, binding.value
+        if isinstance(value, tvm.relax.Var):
+            root[var] = root_of(value)
+            names[root[var]].append(var)
+        elif isinstance(value, tvm.relax.Tuple) and all(
+            isinstance(f, tvm.relax.Var) for f in value.fields
+        ):
+            fields[var] = [root_of(f) for f in value.fields]
+            for field_root in fields[var]:
+                names[field_root].append(var)
+        elif (
+            isinstance(value, tvm.relax.TupleGetItem)
+            and isinstance(value.tuple_value, tvm.relax.Var)
+            and value.tuple_value.name in fields
+            and value.index < len(fields[value.tuple_value.name])
+        ):
+            root[var] = fields[value.tuple_value.name][value.index]
+            names[root[var]].append(var)
     return dict(names)
 
 

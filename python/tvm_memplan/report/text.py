@@ -7,10 +7,12 @@ from .format import bytes_text, ratio, shape
 from .model import FitResult, Needs, Report, Summary
 from .origins import describe
 from .views import (
+    at_values,
     compaction_totals,
     kernel_groups,
     largest_tensors,
     placement_totals,
+    plan_bytes,
     section_failures,
 )
 
@@ -74,8 +76,8 @@ def summary_lines(summary: Summary) -> list[str]:
     rows.append(
         (
             "  all allocations summed (not a peak)",
-            bytes_text(summary.stock.all_allocations),
-            bytes_text(summary.memplan.all_allocations),
+            _figure(summary.stock, "all_allocations"),
+            _figure(summary.memplan, "all_allocations"),
             ratio(summary.memplan.all_allocations, summary.stock.all_allocations),
         )
     )
@@ -130,24 +132,21 @@ def _relax(report: Report) -> list[str]:
     rows = []
     for f in report.relax:
         plan = f.plan_at or f.plan
-        stock_build = f.stock_build_at or f.stock_build
         if plan is None:
-            rows.append((f.function, "-", "-", "-", "-", "-", "-", "-"))
+            rows.append((f.function, "-", "-", "-", "-", "-", "-", plan_bytes(f, "stock_build")))
             continue
-        stock_same_ir = None if int(plan.stock_bytes) < 0 else int(plan.stock_bytes)
-        ours = int(plan.applied_bytes)
+        same_ir, ours = plan_bytes(f, "stock"), plan_bytes(f, "memplan")
+        both = isinstance(ours, int) and isinstance(same_ir, int)
         rows.append(
             (
                 f.function,
                 f"{sum(int(t.storage) >= 0 for t in plan.tensors)}/{len(plan.tensors)}",
                 int(plan.peak_live_bytes),
-                stock_same_ir,
+                same_ir,
                 ours,
-                ratio(ours, stock_same_ir),
+                ratio(ours, same_ir) if both else "-",
                 str(plan.planner),
-                None
-                if stock_build is None or int(stock_build.stock_bytes) < 0
-                else int(stock_build.stock_bytes),
+                plan_bytes(f, "stock_build"),
             )
         )
     header = (
@@ -238,9 +237,13 @@ def _kernels(report: Report) -> list[str]:
     lines += _more(len(report.kernels), shown, "kernels")
     lines += _failures(report, "placement")
 
+    def original(b) -> int:
+        value = at_values(report, b.region.original_bytes, b.region.original_size)
+        return value if isinstance(value, int) else 0
+
     buffers = sorted(
         ((k, b) for k in report.kernels for b in k.buffers),
-        key=lambda kb: (-(kb[1].region.original_bytes or 0), kb[0].name, kb[1].index),
+        key=lambda kb: (-original(kb[1]), kb[0].name, kb[1].index),
     )
     lines += ["", "Buffer compaction (CompactBufferAllocation), largest first"]
     rows = [
@@ -249,9 +252,9 @@ def _kernels(report: Report) -> list[str]:
             str(b.region.name),
             list(b.region.original_shape),
             list(b.region.shape),
-            b.region.original_bytes,
-            b.stock_bytes,
-            b.region.compacted_bytes,
+            at_values(report, b.region.original_bytes, b.region.original_size),
+            at_values(report, b.stock_bytes, b.stock_size),
+            at_values(report, b.region.compacted_bytes, b.region.compacted_size),
             b.region.reason or "",
         )
         for k, b in buffers[:TOP]
@@ -261,9 +264,13 @@ def _kernels(report: Report) -> list[str]:
     lines += _more(len(buffers), TOP, "buffers")
     lines += _failures(report, "compaction")
 
+    def placed(d) -> int:
+        value = at_values(report, d.nbytes, d.size)
+        return value if isinstance(value, int) else 0
+
     decisions = sorted(
         ((k, d) for k in report.kernels for d in k.placement),
-        key=lambda kd: (-(int(kd[1].nbytes) if kd[1].nbytes is not None else 0), kd[0].name),
+        key=lambda kd: (-placed(kd[1]), kd[0].name),
     )
     lines += ["", "Allocation placement (LowerTVMBuiltin), largest first"]
     rows = [
@@ -271,7 +278,7 @@ def _kernels(report: Report) -> list[str]:
             k.name,
             str(d.name),
             str(d.scope),
-            None if d.nbytes is None else int(d.nbytes),
+            at_values(report, d.nbytes, d.size),
             str(d.stock_placement),
             str(d.placement),
             str(d.reason),

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import sizes
 from .model import Failure, Kernel, Report
 from .needs import placement_of
 
 __all__ = [
     "Group",
+    "at_values",
+    "plan_bytes",
     "TensorRow",
     "compaction_totals",
     "kernel_bytes",
@@ -102,13 +105,24 @@ def _sum(values) -> int | None:
     return None if any(v is None for v in values) else sum(values)
 
 
+def _number(value) -> int | None:
+    return value if isinstance(value, int) else None
+
+
 def compaction_totals(report: Report) -> dict[str, int | None]:
-    """Bytes of every allocated buffer: as scheduled, after TVM's compaction, after ours."""
+    """Bytes of every allocated buffer: as scheduled, after TVM's compaction, after ours (at
+    the summary's shape values; None where symbolic without values)."""
     buffers = [b for k in report.kernels for b in k.buffers]
     return {
-        "original": _sum(b.region.original_bytes for b in buffers),
-        "stock": _sum(b.stock_bytes for b in buffers),
-        "memplan": _sum(b.region.compacted_bytes for b in buffers),
+        "original": _sum(
+            _number(at_values(report, b.region.original_bytes, b.region.original_size))
+            for b in buffers
+        ),
+        "stock": _sum(_number(at_values(report, b.stock_bytes, b.stock_size)) for b in buffers),
+        "memplan": _sum(
+            _number(at_values(report, b.region.compacted_bytes, b.region.compacted_size))
+            for b in buffers
+        ),
     }
 
 
@@ -124,6 +138,43 @@ def placement_totals(report: Report) -> dict[str, dict[str, tuple[int, int | Non
                 for d in (k.placement if build == "memplan" else k.stock_placement)
                 if placement_of(d, build) == where
             ]
-            nbytes = _sum(None if d.nbytes is None else int(d.nbytes) for d in decisions)
+            nbytes = _sum(_number(at_values(report, d.nbytes, d.size)) for d in decisions)
             totals[build][where] = (len(decisions), nbytes)
     return totals
+
+
+def at_values(report: Report, nbytes: int | None, size) -> int | str | None:
+    """A buffer's bytes: exact when static, else at the summary's shape values, else the
+    expression."""
+    if nbytes is not None:
+        return int(nbytes)
+    value = sizes.evaluate(size, report.summary.evaluated_at)
+    if value is not None:
+        return value
+    return None if size is None else sizes.text(size)
+
+
+def plan_bytes(f, which: str) -> int | str | None:
+    """A Relax function's plan bytes, as the plan records give them: at the summary's values
+    where symbolic (``plan_at``), else the expression. ``which``: "memplan" (what the pass
+    allocates), "planned" (tvm-memplan's planner), "stock" (TVM's planner on the same IR),
+    "stock_build" (the stock build)."""
+    if which == "stock_build":
+        plan, evaluated, fields = f.stock_build, f.stock_build_at, ("stock_bytes", "stock_size")
+    else:
+        plan, evaluated = f.plan, f.plan_at
+        if which == "memplan":
+            which = "stock" if plan is not None and str(plan.planner) == "stock" else "planned"
+        fields = (
+            ("planned_bytes", "planned_size")
+            if which == "planned"
+            else ("stock_bytes", "stock_size")
+        )
+    if plan is None:
+        return None
+    record = evaluated if evaluated is not None else plan
+    value = int(getattr(record, fields[0]))
+    if value >= 0:
+        return value
+    size = getattr(plan, fields[1])
+    return None if size is None else sizes.text(size)
