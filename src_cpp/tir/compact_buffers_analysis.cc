@@ -589,8 +589,7 @@ void CompactedRegionRecordObj::RegisterReflection() {
       .def_ro("notes", &R::notes, "Dimensions kept at their extent although others compact.")
       .def_ro("original_bytes", &R::original_bytes,
               "Bytes as allocated (ir::AllocatedBytes); None when symbolic.")
-      .def_ro("compacted_bytes", &R::compacted_bytes,
-              "Bytes after compaction; None when symbolic.")
+      .def_ro("compacted_bytes", &R::compacted_bytes, "Bytes after compaction; None when symbolic.")
       .def_ro("original_size", &R::original_size,
               "Bytes as allocated, as an int64 expression of the shape variables.")
       .def_ro("compacted_size", &R::compacted_size,

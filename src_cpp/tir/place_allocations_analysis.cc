@@ -290,8 +290,8 @@ ObjectRef ToRecord(const std::string& function, const AllocationDecision& d) {
   out->dtype = DTypeToString(d.buffer.dtype());
   out->shape = IntsWhereConstant(d.buffer.shape());
   if (d.bytes) out->nbytes = *d.bytes;
-  if (std::optional<ObjectRef> size = AllocatedBytesExpr(d.buffer.shape(), d.buffer.strides(),
-                                                         d.buffer.dtype())) {
+  if (std::optional<ObjectRef> size =
+          AllocatedBytesExpr(d.buffer.shape(), d.buffer.strides(), d.buffer.dtype())) {
     out->size = *size;
   }
   out->placement = PlacementName(d.placement);
