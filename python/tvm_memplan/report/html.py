@@ -18,11 +18,13 @@ from .format import bytes_text, human, ratio, shape
 from .model import RelaxFunction, Report
 from .origins import Origin, describe
 from .views import (
+    at_values,
     compaction_totals,
     kernel_bytes,
     kernel_groups,
     largest_tensors,
     placement_totals,
+    plan_bytes,
     section_failures,
 )
 
@@ -62,6 +64,8 @@ class Lane:
     #: The plan's bytes, as its record gives them, and where in the JSON.
     total: int
     path: str
+    #: "name: bytes" (an expression where a size has no value).
+    label: str
     rects: list[Rect]
     #: (y, label) of storage boundaries.
     storages: list[tuple[float, str]]
@@ -173,7 +177,16 @@ def _lane(
     else:
         name, total, field = "tvm-memplan's planner", int(plan.planned_bytes), "planned_bytes"
     path = f"relax.{timeline_index}.{plan_path}.{field}"
-    return Lane(name, total, path, rects, boundaries, ticks)
+    shown = plan_bytes(f, "stock" if stock else "planned")
+    label = f"{name}: {human(shown) if isinstance(shown, int) else shown}"
+    return Lane(name, total, path, label, rects, boundaries, ticks)
+
+
+def _drawn(plan, stock: bool) -> int:
+    """How high a lane's drawing reaches: its storages, then the tensors it allocates alone."""
+    storages = plan.stock_storages if stock else plan.storages
+    alone = (t for t in plan.tensors if int(t.stock_storage if stock else t.storage) < 0)
+    return sum(max(int(s.bytes), 0) for s in storages) + sum(max(int(t.bytes), 0) for t in alone)
 
 
 def _live_bytes(plan) -> list[int]:
@@ -186,7 +199,10 @@ def _timeline(index: int, f: RelaxFunction) -> Timeline | None:
         return None
     points = max(int(plan.num_points), 1)
     scale_x = PLOT_WIDTH / points
-    top = max(int(plan.planned_bytes), int(plan.stock_bytes), 1)  # one scale for both
+    # One scale for both: the plans' bytes, or where a size has no value (not drawn), what is.
+    top = max(
+        int(plan.planned_bytes), int(plan.stock_bytes), _drawn(plan, False), _drawn(plan, True), 1
+    )
     lanes = [
         _lane(index, f, plan, scale_x, top, stock=False),
         _lane(index, f, plan, scale_x, top, stock=True),
@@ -235,6 +251,7 @@ def _environment() -> jinja2.Environment:
     env.globals["ratio"] = ratio
     env.globals["writers_text"] = writers_text
     env.globals["int"] = int
+    env.globals["plan_bytes"] = plan_bytes
     return env
 
 
@@ -248,6 +265,7 @@ def render_html(report: Report) -> str:
         .render(
             report=report,
             summary=report.summary,
+            at_values=lambda nbytes, size: at_values(report, nbytes, size),
             timelines=timelines,
             groups=kernel_groups(report),
             kernel_index=kernel_index,

@@ -82,8 +82,12 @@ def weights(
         known = bindings.get(name, {})
         num_input = func.attrs.get("num_input") if func.attrs is not None else None
         if num_input is not None:
+            readers = _first_readers(func)
             for param in list(func.params)[int(num_input) :]:
-                found.append(_weight(param.name, name, param.ty, "parameter", None))
+                reader = readers.get(param.name)
+                found.append(
+                    _weight(param.name, name, param.ty, "parameter", known.get(reader or ""))
+                )
         for binding in origins.bindings(func):
             constants = []
 
@@ -100,6 +104,23 @@ def weights(
                 label = constant_names.get(c, f"constant {len(seen) - 1}")
                 found.append(_weight(label, name, c.ty, "constant", known.get(binding.var.name)))
     return sorted(found, key=lambda w: (-(w.bytes or 0), w.function, w.name))
+
+
+def _first_readers(func: tvm.relax.Function) -> dict[str, str]:
+    """Per variable, the first binding that reads it."""
+    readers: dict[str, str] = {}
+    for binding in origins.bindings(func):
+        used: list = []
+
+        def visit(node, used=used):
+            if isinstance(node, tvm.relax.Var):
+                used.append(node.name)
+
+        if not isinstance(binding.value, tvm.relax.If):
+            tvm.relax.analysis.post_order_visit(binding.value, visit)
+        for name in used:
+            readers.setdefault(name, binding.var.name)
+    return readers
 
 
 def _weight(name: str, function: str, ty, kind: str, used_by: Origin | None) -> Weight:
