@@ -100,7 +100,10 @@ def test_the_stack_advice_names_the_limit_that_moves_a_buffer(bundled):
     c_local = next(c for c in stack.contributors if c.name == "C_local")
     assert c_local.function == "matmul" and c_local.bytes == 1024
     assert "compacted from 65536 B" in c_local.done
-    assert c_local.could == "it moves to the workspace with tvm_memplan.max_stack_alloca < 1024"
+    assert c_local.could == (
+        "tvm_memplan.max_stack_alloca < 1024 would put it in the workspace instead (the "
+        "workspace figure grows by as much)"
+    )
 
 
 def test_a_workspace_buffer_that_fits_the_stack_is_said_to(bundled):
@@ -108,7 +111,14 @@ def test_a_workspace_buffer_that_fits_the_stack_is_said_to(bundled):
     larger max_stack_alloca would put it on the stack, and the advice says so."""
     (workspace,) = check_fit(bundled, {"workspace": 16}).budgets
     (exp,) = [c for c in workspace.contributors if c.name == "T_softmax_exp"]
-    assert exp.could == "it would fit the stack with tvm_memplan.max_stack_alloca >= 65536"
+    assert exp.could == (
+        "tvm_memplan.max_stack_alloca >= 65536 would put it on the stack instead (the stack "
+        "figure grows by as much)"
+    )
+    # Under a total budget, moving it to the stack shrinks nothing: not offered.
+    (total,) = check_fit(bundled, {"total": 16}).budgets
+    (exp,) = [c for c in total.contributors if c.name == "T_softmax_exp"]
+    assert "max_stack_alloca" not in exp.could
     assert "kept whole (the accesses cover the whole buffer)" in exp.done
 
 
@@ -142,3 +152,20 @@ def test_fit_in_json(capsys):
 def test_without_fit_the_json_has_none(capsys):
     assert main(["report", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["fit"] is None
+
+
+def test_vm_contributors_are_the_tensors_live_at_the_peak(bundled):
+    """Only tensors live at the plan's peak (or allocated on their own) make the VM figure:
+    shrinking any other would not lower it."""
+    (f,) = bundled.relax
+    plan = f.plan
+    live = list(plan.live_bytes())
+    peak = live.index(max(live))
+    (vm,) = check_fit(bundled, {"vm": 16}).budgets
+    by_name = {str(t.binding): t for t in plan.tensors}
+    assert vm.contributors
+    for c in vm.contributors:
+        t = by_name[c.name]
+        assert t.storage < 0 or t.first <= peak <= t.last
+        if t.storage >= 0:
+            assert f"live at the peak (program point {peak})" in c.done

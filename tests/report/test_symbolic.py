@@ -81,7 +81,10 @@ def test_the_kernels_workspace_is_taken_at_the_bound(bounded):
             elements *= extent if isinstance(extent, int) else evaluate(extent, {"seq_len": 64})
         expected += elements * 4
     assert kernel.workspace["memplan"] == expected
-    assert bounded.summary.memplan.workspace == max(k.workspace["memplan"] for k in bounded.kernels)
+    in_memplan = [k for k in bounded.kernels if "memplan" in k.builds]
+    assert bounded.summary.memplan.workspace == max(k.workspace["memplan"] for k in in_memplan)
+    # Kernels of the stock build only (TVM's in-place pass makes none of ours) have no figure.
+    assert all(k.workspace["memplan"] is None for k in bounded.kernels if k not in in_memplan)
 
 
 def test_an_unbounded_decoder_shows_expressions(unbounded):
@@ -188,3 +191,19 @@ def test_records_keep_the_expressions(bounded):
     assert "seq_len" in relax["plan"]["planned_size"]
     assert relax["plan_at"]["planned_bytes"] == bounded.summary.memplan.vm
     assert analysis.FunctionMemoryPlan is type(bounded.relax[0].plan)
+
+
+def test_compaction_records_give_symbolic_sizes(bounded):
+    """CompactedRegion carries its bytes as expressions where symbolic: the shape's elements
+    times the element's bytes."""
+    kernel = next(k for k in bounded.kernels if k.name == "attention_inplace")
+    assert kernel.buffers
+    for b in kernel.buffers:
+        elements = 1
+        for extent in b.region.original_shape:
+            elements *= extent if isinstance(extent, int) else evaluate(extent, {"seq_len": 7})
+        assert b.region.original_bytes is None
+        assert evaluate(b.region.original_size, {"seq_len": 7}) == elements * 4
+        assert evaluate(b.stock_size, {"seq_len": 7}) == evaluate(
+            b.region.compacted_size, {"seq_len": 7}
+        )

@@ -385,6 +385,13 @@ def _kernels(
         )
         for d in plan or []:
             kernel(str(d.function)).stock_placement.append(d)
+    # Which builds have each kernel (in-place kernels exist in one build only).
+    present = {
+        "memplan": set(_prim_funcs(placing)) if placing is not None else set(),
+        "stock": set(_prim_funcs(stock_placing)) if stock_placing is not None else set(),
+    }
+    for k in kernels.values():
+        k.builds = [b for b in ("stock", "memplan") if k.name in present[b]]
     return list(kernels.values())
 
 

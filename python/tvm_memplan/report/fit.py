@@ -69,7 +69,15 @@ def _weights(report: Report) -> list[FitContributor]:
     ]
 
 
+def _peak_point(plan) -> int | None:
+    """The program point where the most bytes are live (the first, if several)."""
+    live = [int(b) for b in plan.live_bytes()]
+    return live.index(max(live)) if live else None
+
+
 def _vm(report: Report) -> list[FitContributor]:
+    """The tensors that make the VM figure: of the function whose figure it is, those live at
+    its peak, and those allocated on their own. A tensor live elsewhere does not raise it."""
     figure = report.summary.memplan.vm
     found = []
     for f in report.relax:
@@ -84,16 +92,19 @@ def _vm(report: Report) -> list[FitContributor]:
             for c in (report.inplace.candidates.get(f.function, []) if report.inplace else [])
         }
         at_bound = int(plan.planned_bytes) == int(plan.peak_live_bytes)
+        peak = _peak_point(plan)
         for i, t in enumerate(plan.tensors):
-            if int(t.bytes) <= 0:
+            planned = int(t.storage) >= 0
+            at_peak = peak is not None and int(t.first) <= peak <= int(t.last)
+            if int(t.bytes) <= 0 or (planned and not at_peak):
                 continue
             writers = f.writers[i] if i < len(f.writers) else []
             if str(plan.planner) == "stock":
                 done = f"planned by TVM's planner: {plan.reason}"
-            elif int(t.storage) >= 0:
+            elif planned:
                 done = (
-                    f"shares storage {t.storage} at offset {t.offset} with tensors not live at "
-                    "the same time"
+                    f"live at the peak (program point {peak}), at offset {t.offset} of storage "
+                    f"{t.storage}, shared with tensors not live at the same time"
                 )
             else:
                 done = f"allocated on its own: {t.reason}"
@@ -106,10 +117,15 @@ def _vm(report: Report) -> list[FitContributor]:
                     "a concatenation: its inputs could be computed into it directly "
                     "(copy-free), which no pass does yet"
                 )
+            if first is not None and first.from_constants:
+                could.append(
+                    "computed from constants only: relax.transform.FoldConstant before "
+                    "compiling would make it a weight"
+                )
             candidate = candidates.get(first.binding) if first is not None else None
             if candidate is not None and not candidate.inplace:
                 could.append(f"not computed in place: {candidate.reason}")
-            if not could and int(t.storage) >= 0 and at_bound:
+            if not could and planned and at_bound:
                 could.append("nothing left to do: the plan is at the peak-live bound")
             found.append(
                 FitContributor(
@@ -134,7 +150,7 @@ def _linked_buffers(kernel: Kernel) -> list:
     return list(kernel.buffers)
 
 
-def _kernel_items(report: Report, where: str) -> list[FitContributor]:
+def _kernel_items(report: Report, where: str, budget: str) -> list[FitContributor]:
     kernel = _peak_kernel(report, where)
     if kernel is None:
         return []
@@ -153,13 +169,16 @@ def _kernel_items(report: Report, where: str) -> list[FitContributor]:
                 done.insert(0, f"compacted from {region.original_bytes} B")
             elif region.reason is not None:
                 done.insert(0, f"kept whole ({region.reason})")
-        if where == "workspace" and i < len(kernel.stack_eligible) and kernel.stack_eligible[i]:
+        eligible = i < len(kernel.stack_eligible) and kernel.stack_eligible[i]
+        if budget == "workspace" and eligible:
             could.append(
-                f"it would fit the stack with tvm_memplan.max_stack_alloca >= {int(d.nbytes)}"
+                f"tvm_memplan.max_stack_alloca >= {int(d.nbytes)} would put it on the stack "
+                "instead (the stack figure grows by as much)"
             )
-        if where == "stack":
+        if budget == "stack":
             could.append(
-                f"it moves to the workspace with tvm_memplan.max_stack_alloca < {int(d.nbytes)}"
+                f"tvm_memplan.max_stack_alloca < {int(d.nbytes)} would put it in the "
+                "workspace instead (the workspace figure grows by as much)"
             )
         found.append(
             FitContributor(
@@ -203,13 +222,13 @@ def check_fit(report: Report, budgets: dict[str, int]) -> FitResult:
             elif name == "vm":
                 contributors = _vm(report)
             elif name in ("workspace", "stack"):
-                contributors = _kernel_items(report, name)
+                contributors = _kernel_items(report, name, name)
             else:
                 contributors = (
                     _weights(report)
                     + _vm(report)
-                    + _kernel_items(report, "workspace")
-                    + _kernel_items(report, "stack")
+                    + _kernel_items(report, "workspace", name)
+                    + _kernel_items(report, "stack", name)
                 )
         checked.append(
             FitBudget(name, budgets[name], figure, fits, meaning, _largest(contributors))

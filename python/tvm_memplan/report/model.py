@@ -184,6 +184,8 @@ class Kernel:
     stack_eligible: list[bool] = field(default_factory=list)
     #: Kernels it calls (their workspace and stack are live with its own).
     calls: list[str] = field(default_factory=list)
+    #: The builds that have it ("stock", "memplan"): an in-place kernel exists in one only.
+    builds: list[str] = field(default_factory=lambda: ["stock", "memplan"])
     #: Workspace and stack bytes per build, with those of the kernels it calls.
     workspace: dict[str, int | None] = field(default_factory=dict)
     stack: dict[str, int | None] = field(default_factory=dict)

@@ -302,16 +302,25 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
         for where in ("workspace", "stack"):
             table = getattr(k, where)
             for build in BUILDS:
+                if build not in k.builds:
+                    table[build] = None  # the build has no such kernel
+                    continue
                 size = kernel_sizes[(k.name, build, where)]
                 table[build] = sizes.evaluate(size, kernel_values)
                 if table[build] is None and size is not None:
                     k.symbolic[f"{where}.{build}"] = sizes.text(size)
+    present = {build: {k.name for k in report.kernels if build in k.builds} for build in BUILDS}
 
     def kernel_peak(names, build: str, where: str):
-        return sizes.largest(kernel_sizes[(n, build, where)] for n in names)
+        return sizes.largest(kernel_sizes[(n, build, where)] for n in names if n in present[build])
 
     def all_kernels(build: str, names):
-        return _total(kernel_sizes[(n, build, w)] for n in names for w in ("workspace", "stack"))
+        return _total(
+            kernel_sizes[(n, build, w)]
+            for n in names
+            if n in present[build]
+            for w in ("workspace", "stack")
+        )
 
     kernel_names = {k.name for k in report.kernels}
     functions: list[FunctionNeeds] = []

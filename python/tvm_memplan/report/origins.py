@@ -49,6 +49,8 @@ class Origin:
     dtype: str = ""
     #: The source model's name for it (ONNX node, torch module), "" when unknown.
     source: str = ""
+    #: Whether the op reads constants only (so it could be folded into a weight).
+    from_constants: bool = False
 
 
 _CALLS = ("relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed")
@@ -114,6 +116,12 @@ def bindings(func: tvm.relax.Function):
     yield from walk(func.body)
 
 
+def _reads_constants_only(call: tvm.relax.Call) -> bool:
+    """Whether every tensor argument of a call is a constant (shapes and other values aside)."""
+    tensors = [a for a in call.args if isinstance(a.ty, tvm.relax.TensorType)]
+    return bool(tensors) and all(isinstance(a, tvm.ir.GenericConst) for a in tensors)
+
+
 def binding_origins(
     mod: tvm.IRModule, sources: dict[str, dict[str, str]] | None = None
 ) -> dict[str, dict[str, Origin]]:
@@ -136,7 +144,8 @@ def binding_origins(
             op = _short_op(value) if isinstance(value, tvm.relax.Call) else ""
             shape, dtype = _shape(binding.var.ty)
             kind = _kind(value, op) if isinstance(value, tvm.relax.Call) else op
-            origins[name] = Origin(name, op, kind, shape, dtype, named.get(name, ""))
+            folds = isinstance(value, tvm.relax.Call) and _reads_constants_only(value)
+            origins[name] = Origin(name, op, kind, shape, dtype, named.get(name, ""), folds)
         result[gv.name_hint] = origins
     return result
 

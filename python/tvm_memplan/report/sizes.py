@@ -115,7 +115,7 @@ def _print(expr, inner: bool = False) -> str:
         terms = [t for t in _terms(expr, tvm.prim.Max) if not _is_zero(t)]
         if len(terms) == 1:
             return _print(terms[0], inner)
-        return "max(" + ", ".join(_print(t) for t in terms) + ")"
+        return "max(" + ", ".join(sorted(_print(t) for t in terms)) + ")"
     if isinstance(expr, tvm.prim.Add):
         text = " + ".join(_print(t) for t in _terms(expr, tvm.prim.Add))
         return f"({text})" if inner else text
