@@ -284,3 +284,103 @@ def test_hand_built_records_serialize_by_their_fields(report):
         "what": "TVM's StaticPlanBlockMemory",
         "error": "ValueError: stock planner broke",
     }
+
+
+def _many_kernels(count: int = 300) -> Report:
+    """A report of `count` kernels of six kinds, each with one workspace buffer."""
+    kinds = [f"nn.conv2d depthwise {k}x{k}" for k in (3, 5, 7)] + ["nn.conv2d 1x1", "add", "mean"]
+    kernels = []
+    for i in range(count):
+        nbytes = 1024 * (1 + (i * 37) % 997)
+        decision = record(
+            analysis.AllocationDecision,
+            function=f"k{i}",
+            name="pad_temp",
+            scope="global",
+            dtype="float32",
+            shape=[nbytes // 4],
+            nbytes=nbytes,
+            size=int64(nbytes),
+            placement="workspace",
+            stock_placement="workspace",
+            reason=f"{nbytes} bytes > max_stack_alloca 1024",
+        )
+        kind = kinds[i % len(kinds)]
+        writer = Origin(f"lv{i}", kind.split()[0], kind, [1, 8, 8, 8], "float32", f"/layer{i}/Op")
+        kernels.append(
+            Kernel(
+                f"k{i}",
+                kind,
+                [writer],
+                [],
+                [decision],
+                [decision],
+                [False],
+                workspace={"stock": nbytes, "memplan": nbytes},
+                stack={"stock": 0, "memplan": 0},
+            )
+        )
+    largest = max(k.workspace["memplan"] for k in kernels)
+    needs = Needs(weights=0, vm=0, workspace=largest, stack=0, total=largest, all_allocations=0)
+    return Report(
+        input="many kernels",
+        target="llvm",
+        summary=Summary(needs, needs, []),
+        relax=[],
+        inplace=None,
+        kernels=kernels,
+        weights=[],
+    )
+
+
+def test_a_300_kernel_model_reads_largest_first_with_one_show_all_per_group():
+    """Kernels are grouped by kind, groups and kernels largest first; each group shows its
+    three largest kernels and one "show all" for the rest; only the top groups are open."""
+    report = _many_kernels()
+    html = render_html(report)
+    parser = _Structure(html)
+    groups = parser.groups
+    assert len(groups) == 6
+    tops = [
+        max(k.workspace["memplan"] for k in report.kernels if k.kind == g) for g, _, _ in groups
+    ]
+    assert tops == sorted(tops, reverse=True)
+    assert [opened for _, opened, _ in groups] == [True, True, True, False, False, False]
+    for kind, _, kernels in groups:
+        shown, hidden = kernels
+        assert len(shown) == 3 and len(shown) + len(hidden) == 50
+        sizes = [
+            next(k for k in report.kernels if k.name == n).workspace["memplan"]
+            for n in shown + hidden
+        ]
+        assert sizes == sorted(sizes, reverse=True), kind
+    assert "<script" not in html and "<link" not in html
+    text = render_text(report).splitlines()
+    (more,) = [line for line in text if "more kernels" in line]
+    assert more.strip() == "... 288 more kernels (--json and --html list them all)"
+
+
+class _Structure(HTMLParser):
+    """The kernel groups of a page: (kind, open, ([kernels shown], [kernels behind show all]))."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.groups: list = []
+        self.stack: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag != "details":
+            return
+        classes = attrs.get("class", "")
+        if classes == "group":
+            self.groups.append((attrs["data-kind"], "open" in attrs, ([], [])))
+        elif classes == "kernel":
+            behind = "show-all" in self.stack
+            self.groups[-1][2][1 if behind else 0].append(attrs["data-prim-func"])
+        self.stack.append(classes)
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self.stack.pop()

@@ -41,6 +41,8 @@ _OUR_COMPACTION = "tvm_memplan.CompactBufferAllocation"
 _OUR_PLACEMENT = "tvm_memplan.TagAllocationPlacement"
 # Where placement is decided in the memplan build: our tagging runs right before it.
 _STOCK_PLACEMENT_POINT = "tirx.StorageRewrite"
+# The last of our passes in the memplan build (host finalization): after it, code generation.
+_OUR_LAST_PASS = "tvm_memplan.LowerTVMBuiltin"
 
 OURS = "tvm-memplan's"
 TVMS = "TVM's"
@@ -101,11 +103,16 @@ class _CapturedEnoughError(Exception):
 
 
 def _compile_capturing(
-    run: Callable[[], object], names: list[str], *, stop_after: str | None = None
+    run: Callable[[], object],
+    names: list[str],
+    *,
+    stop_before: str | None = None,
+    stop_after: str | None = None,
 ) -> tuple[dict[str, tvm.IRModule], str | None, str | None]:
-    """Run a compilation recording the module each pass in ``names`` receives. Returns the
-    modules, and when the compilation raised, the innermost pass running then and the error
-    (both None when it finished, or was stopped after capturing ``stop_after``)."""
+    """Run a compilation recording the module each pass in ``names`` receives, and end it
+    before the pass ``stop_before`` or after the pass ``stop_after`` (what follows, code
+    generation above all, is no memory pass). Returns the modules, and when the compilation
+    raised, the innermost pass running then and the error (both None otherwise)."""
     captured: dict[str, tvm.IRModule] = {}
     running: list[str] = []
     stopped = False
@@ -116,14 +123,18 @@ def _compile_capturing(
             nonlocal stopped
             if info.name in names:
                 captured[info.name] = mod
-            if stop_after is not None and info.name == stop_after:
+            if info.name == stop_before:
                 stopped = True
                 raise _CapturedEnoughError()
             running.append(info.name)
 
         def run_after_pass(self, mod, info):
+            nonlocal stopped
             if running and running[-1] == info.name:
                 running.pop()
+            if info.name == stop_after:
+                stopped = True
+                raise _CapturedEnoughError()
 
     try:
         with tvm.transform.PassContext(instruments=[Capture()]):
@@ -423,7 +434,9 @@ def _compile_tir(
             run = lambda: tvm.compile(mod, target=target, tir_pipeline=pipeline.PIPELINE_NAME)  # noqa: E731
         else:
             run = lambda: pipeline.compile(mod, target=target)  # noqa: E731
-        memplan, failing, error = _compile_capturing(run, [_OUR_COMPACTION, _OUR_PLACEMENT])
+        memplan, failing, error = _compile_capturing(
+            run, [_OUR_COMPACTION, _OUR_PLACEMENT], stop_after=_OUR_LAST_PASS
+        )
         if error is not None:
             owner = OURS if failing and failing.startswith("tvm_memplan") else TVMS
             stages.failed(
@@ -435,7 +448,7 @@ def _compile_tir(
         stock, failing, error = _compile_capturing(
             lambda: tvm.compile(stock_input, target=target),
             [_STOCK_PLACEMENT_POINT],
-            stop_after=_STOCK_PLACEMENT_POINT,
+            stop_before=_STOCK_PLACEMENT_POINT,
         )
         if error is not None:
             stages.failed(
