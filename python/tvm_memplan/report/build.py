@@ -163,17 +163,7 @@ def _prim_funcs(mod: tvm.IRModule) -> dict[str, tvm.tirx.PrimFunc]:
 
 def _calls_relax_functions(mod: tvm.IRModule) -> bool:
     """Whether a Relax function calls another Relax function of the module."""
-    relax_globals = {gv for gv, f in mod.functions.items() if isinstance(f, tvm.relax.Function)}
-    found = False
-
-    def visit(node):
-        nonlocal found
-        if isinstance(node, tvm.relax.Call) and node.op in relax_globals:
-            found = True
-
-    for func in _relax_functions(mod).values():
-        tvm.relax.analysis.post_order_visit(func, visit)
-    return found
+    return any(needs.calls_other_relax(mod, name) for name in _relax_functions(mod))
 
 
 def _count_inplace_calls(mod: tvm.IRModule) -> int:
@@ -361,15 +351,22 @@ def _kernels(
                 Buffer(i, r, None if a is None else a.size_bytes, None if a is None else a.size)
                 for i, (r, a) in enumerate(zip(regions, after, strict=True))
             ]
-    placing = memplan.get(_OUR_PLACEMENT)
-    if placing is not None:
+
+    def place(build: str, mod: tvm.IRModule) -> list:
+        owner = OURS if build == "memplan" else TVMS
         plan = stages.run(
-            "placement.memplan",
-            f"{OURS} LowerTVMBuiltin",
-            lambda: analysis.allocation_plan(placing),
+            f"placement.{build}",
+            f"{owner} LowerTVMBuiltin",
+            lambda: analysis.allocation_plan(mod),
         )
         for d in plan or []:
-            kernel(str(d.function)).placement.append(d)
+            k = kernel(str(d.function))
+            (k.placement if build == "memplan" else k.stock_placement).append(d)
+        return plan or []
+
+    placing = memplan.get(_OUR_PLACEMENT)
+    if placing is not None:
+        plan = place("memplan", placing)
         if plan:
             # What a larger limit could move to the stack: the same decisions without one.
             unlimited = stages.run(
@@ -389,13 +386,7 @@ def _kernels(
                 kernel(name).calls = calls
     stock_placing = stock_seen.get(_STOCK_PLACEMENT_POINT)
     if stock_placing is not None:
-        plan = stages.run(
-            "placement.stock",
-            f"{TVMS} LowerTVMBuiltin",
-            lambda: analysis.allocation_plan(stock_placing),
-        )
-        for d in plan or []:
-            kernel(str(d.function)).stock_placement.append(d)
+        place("stock", stock_placing)
     # Which builds have each kernel (in-place kernels exist in one build only).
     present = {
         "memplan": set(_prim_funcs(placing)) if placing is not None else set(),

@@ -29,7 +29,7 @@ from .load import ReportError
 from .model import BUILDS, FunctionNeeds, Kernel, Needs, Report, Summary, Weight
 from .origins import Origin
 
-__all__ = ["bounds", "placement_of", "summary", "vm_peak", "weights"]
+__all__ = ["bounds", "calls_other_relax", "placement_of", "summary", "vm_peak", "weights"]
 
 PARTS = ("weights", "vm", "workspace", "stack")
 
@@ -196,7 +196,8 @@ def _relax_calls(mod: tvm.IRModule | None, function: str) -> set[str]:
     return called
 
 
-def _calls_other_relax(mod: tvm.IRModule, function: str) -> bool:
+def calls_other_relax(mod: tvm.IRModule, function: str) -> bool:
+    """Whether Relax function ``function`` of ``mod`` calls another Relax function."""
     relax_globals = {gv for gv, f in mod.functions.items() if isinstance(f, tvm.relax.Function)}
     found = False
 
@@ -327,7 +328,7 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
     calls_each_other = False
     vm_sizes = {build: [] for build in BUILDS}
     for f in report.relax:
-        if relax is not None and _calls_other_relax(relax.mod, f.function):
+        if relax is not None and calls_other_relax(relax.mod, f.function):
             calls_each_other = True
         per_build = {}
         for build in BUILDS:
