@@ -4,6 +4,8 @@
  */
 #include "ir/expr.h"
 
+#include <tvm/ffi/extra/structural_visit.h>
+
 #include "ir/schema.h"
 
 namespace tvm_memplan {
@@ -167,6 +169,23 @@ bool IsGlobalVar(const ObjectRef& node) { return type::GlobalVar.IsInstance(node
 bool IsCallNode(const ObjectRef& node) { return type::Call.IsInstance(node); }
 bool IsIntImmNode(const ObjectRef& node) { return type::IntImm.IsInstance(node); }
 bool IsLoadNode(const ObjectRef& node) { return type::TensorLoad.IsInstance(node); }
+
+std::unordered_set<const Object*> VarsOf(const ObjectRef& node) {
+  std::unordered_set<const Object*> vars;
+  if (!node.defined()) return vars;
+  ffi::StructuralVisit(
+      node,
+      [&](const ObjectRef& n, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+        if (!n.defined()) return std::nullopt;
+        if (IsVar(n)) {
+          vars.insert(n.get());
+          return std::nullopt;
+        }
+        engine->DefaultVisitExpected(n).value();
+        return std::nullopt;
+      });
+  return vars;
+}
 
 }  // namespace ir
 }  // namespace tvm_memplan

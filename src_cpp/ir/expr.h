@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_set>
 
 #include "ir/node.h"
 
@@ -110,6 +111,8 @@ std::string StringValue(const ObjectRef& expr, const char* context);
 /*! \brief What a node is, for walks that only need to tell kinds apart (TIR and Relax share
  *         ir.Var and ir.GlobalVar). */
 bool IsVar(const ObjectRef& node);
+/*! \brief The variables occurring in `node` (an expression or a type). */
+std::unordered_set<const Object*> VarsOf(const ObjectRef& node);
 /*! \brief A type (walks do not enter types: they hold no uses). */
 bool IsTypeNode(const ObjectRef& node);
 bool IsOpNode(const ObjectRef& node);

@@ -1,7 +1,7 @@
 /*!
  * \file relax/memory_plan_analysis.cc
  * \brief The planner's analysis: allocations and their lifetimes, sizes, packing per device and
- *        scope, the peak-live bound, and the comparison with the stock planner.
+ *        scope, the record, and the choice between our plan and the stock planner's.
  */
 #include "relax/memory_plan_analysis.h"
 
@@ -22,7 +22,9 @@
 #include "ir/scopes.h"
 #include "relax/memory_plan_model.h"
 #include "relax/offset_packing.h"
+#include "relax/stock_planner.h"
 #include "relax/storage_flow.h"
+#include "target/planning_devices.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -37,22 +39,6 @@ using ir::relax::TypeOf;
 namespace {
 
 std::string Bytes(int64_t bytes) { return std::to_string(bytes) + " B"; }
-
-/*! \brief The TIR variables occurring in `node` (a type or an expression). */
-void CollectTirVars(const ObjectRef& node, std::unordered_set<const Object*>* vars) {
-  if (!node.defined()) return;
-  ffi::StructuralVisit(
-      node,
-      [&](const ObjectRef& n, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-        if (!n.defined()) return std::nullopt;
-        if (IsVar(n)) {
-          vars->insert(n.get());
-          return std::nullopt;
-        }
-        engine->DefaultVisitExpected(n).value();
-        return std::nullopt;
-      });
-}
 
 /*! \brief An integer attribute map such as `tir_var_upper_bound` (name -> value); a value that
  *         is not an integer is a ValueError naming `function`, the attribute and the variable. */
@@ -110,69 +96,17 @@ struct Allocation {
   std::vector<const Object*> bounded_vars;
   std::string op;
   int64_t first = 0, last = 0;
+  /*! \brief Why it is not planned: a code of namespace `unplanned`, and a sentence. */
+  const char* unplanned = "";
   std::string reason;
+  bool plannable() const { return *unplanned == '\0'; }
+  void Unplanned(const char* code, std::string why) {
+    unplanned = code;
+    reason = std::move(why);
+  }
   int64_t storage = -1, offset = 0;
   bool known_type = false;
 };
-
-/*! \brief The stock planner's plan of one function, read off its output. */
-struct StockFunctionPlan {
-  bool well_formed = true;
-  int64_t bytes = 0;
-  int64_t symbolic = 0;
-  /*! \brief Every allocation's bytes, summed as an expression. */
-  ObjectRef size = IntConst(kInt64, 0);
-  Array<ObjectRef> storages;
-  /*! \brief Allocation variable -> index in `storages`. */
-  std::unordered_map<const Object*, int64_t> tensor_storage;
-};
-
-StockFunctionPlan ReadStockPlan(const Function& func) {
-  StockFunctionPlan plan;
-  plan.well_formed = schema::func::CheckWellFormed(func.ref(), true).cast<bool>();
-  std::unordered_map<const Object*, int64_t> storage_index;
-  for (const Step& step : FlattenFunction(func)) {
-    if (step.kind != Step::Kind::kBinding) continue;
-    std::optional<Call> call = As<Call>(step.expr);
-    if (!call) continue;
-    std::string op = call->op_name();
-    Array<ObjectRef> args = call->args();
-    if (op == schema::op::MemoryAllocStorage) {
-      ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
-      Array<ObjectRef> size = ir::relax::ShapeExpr(args[0], "alloc_storage size").values();
-      TVM_FFI_ICHECK_EQ(size.size(), 1)
-          << "internal error: alloc_storage of a rank-" << size.size() << " shape";
-      int64_t bytes = AsConstInt(size[0]).value_or(-1);
-      storage->bytes = bytes;
-      storage->size = size[0];
-      plan.size = Add(plan.size, size[0]);
-      storage->device = AsConstInt(args[1]).value_or(0);
-      storage->scope = StringValue(args[2], "alloc_storage scope");
-      if (bytes >= 0) {
-        plan.bytes += bytes;
-      } else {
-        ++plan.symbolic;
-      }
-      storage_index[step.binding->var().get()] = static_cast<int64_t>(plan.storages.size());
-      plan.storages.push_back(ObjectRef(storage));
-    } else if (op == schema::op::MemoryAllocTensor && IsVar(args[0])) {
-      auto found = storage_index.find(args[0].get());
-      if (found != storage_index.end()) {
-        plan.tensor_storage[step.binding->var().get()] = found->second;
-      }
-    } else if (op == schema::op::BuiltinAllocTensor) {
-      std::optional<TensorType> type = As<TensorType>(TypeOf(call->ref()));
-      if (std::optional<int64_t> bytes = type ? type->static_bytes() : std::nullopt) {
-        plan.bytes += *bytes;
-      } else {
-        ++plan.symbolic;
-      }
-      std::optional<ObjectRef> size = type ? type->bytes_expr() : std::nullopt;
-      plan.size = size ? Add(plan.size, *size) : plan.size;
-    }
-  }
-  return plan;
-}
 
 class PlanAnalysis {
  public:
@@ -181,11 +115,11 @@ class PlanAnalysis {
                StockPlanner* stock)
       : gv_(gv),
         func_(func),
-        mod_(mod),
         options_(options),
         devices_(devices),
         stock_(stock),
-        effects_(mod.ref(), nullptr, MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
+        classifier_(mod.ref(), nullptr,
+                    MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
         steps_(FlattenFunction(func)),
         flow_(steps_) {}
 
@@ -203,9 +137,14 @@ class PlanAnalysis {
     }
     // Step 4: storages per (device, scope).
     std::string device_refusal = Pack();
-    // Step 5: the record, the bound, the stock comparison.
+    // Step 5: the record and the bound; step 6: the stock planner's figures and the choice.
     MemoryPlan plan = Record();
-    Decide(&plan, device_refusal, compare_with_stock);
+    bool stock_well_formed = CompareWithStock(&plan, !device_refusal.empty() || compare_with_stock);
+    PlannerChoice choice = ChoosePlanner(*plan.record, stock_well_formed, device_refusal, options_);
+    plan.record->planner = choice.planner;
+    plan.record->decision = choice.decision;
+    plan.record->reason = choice.reason;
+    if (plan.record->planner == kStockPlanner) plan.stock_function = stock_->Planned(gv_);
     return plan;
   }
 
@@ -214,44 +153,23 @@ class PlanAnalysis {
 
   void Visit(int64_t index) {
     const Step& step = steps_[index];
-    PlanStep model;
-    model.block = step.binding_block;
-    switch (step.kind) {
-      case Step::Kind::kBinding: {
-        model.var = step.binding->var().get();
-        std::optional<Call> call = As<Call>(step.expr);
-        if (!call) {
-          flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
-          model = ModelNonCallBinding(step, model.block);
-          break;
-        }
-        MemoryEffect effect = effects_.Classify(*call);
-        Value value = flow_.StepValue(index, &effect);
-        if (effect.allocator == MemoryEffect::Allocator::kAllocTensor && value.roots.size() == 1) {
-          root_allocation_[value.roots[0]] = allocations_.size();
-          allocations_.emplace_back(*step.binding, *call, index, value.roots[0]);
-        } else if (effect.kind == MemoryEffect::Kind::kUse ||
-                   effect.kind == MemoryEffect::Kind::kOpaque) {
-          NameWriter(*call);
-        }
-        flow_.Define(step.binding->var().ref(), std::move(value));
-        ModelCall(step, *call, effect, &model);
-        break;
-      }
-      case Step::Kind::kIfResult:
-        flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
-        model.kind = PlanStep::Kind::kOpaque;  // the stock planner gives an `if` no storage
-        model.var = step.binding->var().get();
-        break;
-      default:
-        // Conditions, branch results and the function result: the stock planner gives up what
-        // they read.
-        model.kind = PlanStep::Kind::kEscape;
-        model.reads = step.uses;
-        model.returns = step.kind == Step::Kind::kReturn;
-        break;
+    effects_.emplace_back();
+    if (step.kind != Step::Kind::kBinding && step.kind != Step::Kind::kIfResult) return;
+    std::optional<Call> call = As<Call>(step.expr);
+    if (step.kind == Step::Kind::kIfResult || !call) {
+      flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
+      return;
     }
-    model_steps_.push_back(std::move(model));
+    const MemoryEffect& effect = *(effects_.back() = classifier_.Classify(*call));
+    Value value = flow_.StepValue(index, &effect);
+    if (effect.allocator == MemoryEffect::Allocator::kAllocTensor && value.roots.size() == 1) {
+      root_allocation_[value.roots[0]] = allocations_.size();
+      allocations_.emplace_back(*step.binding, *call, index, value.roots[0]);
+    } else if (effect.kind == MemoryEffect::Kind::kUse ||
+               effect.kind == MemoryEffect::Kind::kOpaque) {
+      NameWriter(*call);
+    }
+    flow_.Define(step.binding->var().ref(), std::move(value));
   }
 
   /*! \brief The callee's name becomes the `op` of the allocations it is first passed. */
@@ -271,46 +189,15 @@ class PlanAnalysis {
     }
   }
 
-  // The function as the stock planner sees it (relax/memory_plan_model.h).
-  void ModelCall(const Step& step, const Call& call, const MemoryEffect& effect,
-                 PlanStep* model) const {
-    model->reads = step.uses;
-    std::string op = call.op_name();
-    if (effect.allocator == MemoryEffect::Allocator::kAllocTensor) {
-      model->kind = PlanStep::Kind::kAllocate;
-      model->type = TypeOf(call.ref());
-      model->reads.clear();
-      model->counts_own_output = false;
-      model->scope = StringValue(call.args()[3], "alloc_tensor scope");
-      return;
-    }
-    bool stock_view = op == schema::op::Reshape || op == schema::op::MemoryView ||
-                      op == schema::op::EnsureZeroOffset ||
-                      (effect.kind == MemoryEffect::Kind::kView && IsExternFunc(call.op()));
-    if (stock_view && IsVar(call.args()[0])) {
-      model->kind = PlanStep::Kind::kView;
-      model->value = call.args()[0];
-      model->reads.clear();
-      return;
-    }
-    // PrimFunc and packed calls count as uses of their arguments; their results get no token.
-    if (effects_.IsPrimFunc(call.op()) || IsExternFunc(call.op()) ||
-        op == schema::op::VMCallTIRDyn) {
-      model->kind = PlanStep::Kind::kAllocate;
-      model->counts_own_output = false;
-      return;
-    }
-    model->kind = PlanStep::Kind::kOpaque;
-    model->escapes = effect.escapes;
-  }
-
   // ---- steps 2 and 3 ------------------------------------------------------------------------
 
   /*! \brief `tir_var_upper_bound` (and `tir_var_lower_bound`) of the function's signature
    *         variables, as TVM's planner reads them. */
   void BindUpperBounds() {
-    for (const ObjectRef& param : func_.params()) CollectTirVars(TypeOf(param), &signature_vars_);
-    CollectTirVars(func_.ret_type(), &signature_vars_);
+    for (const ObjectRef& param : func_.params()) {
+      for (const Object* var : VarsOf(TypeOf(param))) signature_vars_.insert(var);
+    }
+    for (const Object* var : VarsOf(func_.ret_type())) signature_vars_.insert(var);
     std::string name = GlobalVarName(gv_);
     std::map<std::string, int64_t> upper = IntAttrMap(func_, name, schema::attr::TirVarUpperBound);
     std::map<std::string, int64_t> lower = IntAttrMap(func_, name, schema::attr::TirVarLowerBound);
@@ -339,7 +226,7 @@ class PlanAnalysis {
     a->device = AsConstInt(a->call.args()[2]).value_or(0);
     a->scope = StringValue(a->call.args()[3], "alloc_tensor scope");
     if (!shape || !dtype) {
-      a->reason = "its shape or dtype is unknown";
+      a->Unplanned(unplanned::kUnknownType, "its shape or dtype is unknown");
       return;
     }
     a->shape = *shape;
@@ -361,8 +248,7 @@ class PlanAnalysis {
         bytes *= max;
       }
     }
-    std::unordered_set<const Object*> vars;
-    CollectTirVars(a->size, &vars);
+    std::unordered_set<const Object*> vars = VarsOf(a->size);
     if (bounded) {
       a->bytes = bytes;
       for (const Object* var : vars) {
@@ -375,9 +261,9 @@ class PlanAnalysis {
     if (from_signature) {
       a->sized_on_entry = true;
     } else {
-      a->reason =
-          "its size is symbolic, not bounded by tir_var_upper_bound, and depends on "
-          "variables defined inside the function";
+      a->Unplanned(unplanned::kUnboundedSize,
+                   "its size is symbolic, not bounded by tir_var_upper_bound, and depends on "
+                   "variables defined inside the function");
     }
   }
 
@@ -389,11 +275,11 @@ class PlanAnalysis {
       a->last = std::max(a->last, use);
       returned = returned || steps_[use].kind == Step::Kind::kReturn;
     }
-    if (!a->reason.empty()) return;
+    if (!a->plannable()) return;
     if (returned) {
-      a->reason = "it reaches the function result";
+      a->Unplanned(unplanned::kReturned, "it reaches the function result");
     } else if (!root.escape.empty()) {
-      a->reason = "it escapes: " + root.escape;
+      a->Unplanned(unplanned::kEscapes, "it escapes: " + root.escape);
     }
   }
 
@@ -404,7 +290,7 @@ class PlanAnalysis {
   std::string Pack() {
     std::map<std::pair<int64_t, std::string>, std::vector<size_t>> groups;
     for (size_t i = 0; i < allocations_.size(); ++i) {
-      if (allocations_[i].reason.empty()) {
+      if (allocations_[i].plannable()) {
         groups[{allocations_[i].device, allocations_[i].scope}].push_back(i);
       }
     }
@@ -431,7 +317,7 @@ class PlanAnalysis {
       for (Allocation& a : allocations_) {
         if (a.storage < 0 && a.symbolic && a.bytes >= 0) {
           a.storage = AddStorage(IntConst(kInt64, a.bytes), a.device, a.scope, /*bounded=*/true);
-          a.reason = "";
+          a.Unplanned("", "");
         }
       }
     }
@@ -515,8 +401,6 @@ class PlanAnalysis {
     FunctionMemoryPlanObj& r = *plan.record;
     r.function = GlobalVarName(gv_);
     r.num_points = static_cast<int64_t>(steps_.size());
-    std::vector<PackItem> live;
-    int64_t unplanned = 0;
     ObjectRef planned_size = IntConst(kInt64, 0);
     std::set<const Object*> relied;  // the bounded variables sizing planned tensors
     for (const Allocation& a : allocations_) {
@@ -534,6 +418,7 @@ class PlanAnalysis {
       t->last = a.last;
       t->storage = a.storage;
       t->offset = a.offset;
+      t->unplanned = a.unplanned;
       t->reason = a.reason;
       r.tensors.push_back(ObjectRef(t));
       tensor_records_.push_back(t);
@@ -542,12 +427,9 @@ class PlanAnalysis {
         if (a.known_type) planned_size = Add(planned_size, a.size);
         if (a.bytes >= 0 && !a.symbolic) {
           r.planned_bytes += a.bytes;
-          unplanned += a.bytes;
         } else {
           ++r.symbolic_allocations;
         }
-      } else if (a.bytes >= 0) {
-        live.push_back(PackItem{a.bytes, a.first, a.last});
       }
     }
     for (const ObjectRef& storage : storages_) {
@@ -561,90 +443,75 @@ class PlanAnalysis {
     }
     r.storages = Array<ObjectRef>(storages_.begin(), storages_.end());
     r.planned_size = analyzer_.Simplify(planned_size);
-    // No plan may share the bytes of a tensor that may not be planned: they add to the peak.
-    r.peak_live_bytes = PeakLiveBytes(live) + unplanned;
+    r.peak_live_bytes = PeakLiveOf(r.tensors);
     for (const Object* var : relied) plan.bound_checks.push_back(bounds_.at(var));
     std::sort(plan.bound_checks.begin(), plan.bound_checks.end(),
               [](const BoundCheck& a, const BoundCheck& b) {
                 return Var(a.var).name() < Var(b.var).name();
               });
-    for (const BoundCheck& bound : plan.bound_checks) {
+    for (const BoundCheck& bound : plan.bound_checks)
+      r.checked_bounds.push_back(Var(bound.var).name());
+    for (const auto& [var, bound] : bounds_) {
       r.upper_bounds.Set(Var(bound.var).name(), bound.upper);
       if (bound.lower) r.lower_bounds.Set(Var(bound.var).name(), *bound.lower);
     }
     return plan;
   }
 
-  /*! \brief Ours or the stock planner's, by bytes. */
-  void Decide(MemoryPlan* plan, const std::string& device_refusal, bool compare_with_stock) {
+  // ---- step 6 -------------------------------------------------------------------------------
+
+  /*!
+   * \brief The stock planner's figures in the record: from its model, or from running TVM's
+   *        pass when `run` is set, the model cannot tell (symbolic sizes) or it predicts fewer
+   *        bytes than ours (the choice then rests on the real plan). Returns whether the stock
+   *        plan is well formed (true when not run).
+   */
+  bool CompareWithStock(MemoryPlan* plan, bool run) {
     FunctionMemoryPlanObj& r = *plan->record;
-    std::optional<int64_t> modelled = MemoryPlanModel(model_steps_).TotalBytes({});
+    std::optional<int64_t> modelled =
+        MemoryPlanModel(StockModelSteps(steps_, effects_, classifier_)).TotalBytes({});
     r.stock_model_bytes = modelled.value_or(-1);
     bool symbolic =
         r.symbolic_allocations > 0 || std::any_of(allocations_.begin(), allocations_.end(),
                                                   [](const Allocation& a) { return a.symbolic; });
-    bool need_stock =
-        compare_with_stock || !device_refusal.empty() ||
-        (options_.fall_back_to_stock && (!modelled || symbolic || r.planned_bytes > *modelled));
-    std::optional<StockFunctionPlan> stock;
-    if (need_stock) {
-      stock = ReadStockPlan(Function(stock_->Planned().functions().at(gv_)));
-      r.stock_bytes = stock->bytes;
-      r.stock_size = analyzer_.Simplify(stock->size);
-      r.stock_symbolic_allocations = stock->symbolic;
-      r.stock_source = "stock pass";
-      r.stock_storages = stock->storages;
-      for (size_t i = 0; i < allocations_.size(); ++i) {
-        auto found = stock->tensor_storage.find(allocations_[i].binding.var().get());
-        if (found != stock->tensor_storage.end()) {
-          tensor_records_[i]->stock_storage = found->second;
-        }
+    run = run ||
+          (options_.fall_back_to_stock && (!modelled || symbolic || r.planned_bytes > *modelled));
+    if (!run) {
+      if (modelled) {
+        r.stock_bytes = *modelled;
+        r.stock_size = IntConst(kInt64, *modelled);
+        r.stock_symbolic_allocations = 0;
+        r.stock_source = stock_source::kModel;
       }
-    } else if (modelled) {
-      r.stock_bytes = *modelled;
-      r.stock_size = IntConst(kInt64, *modelled);
-      r.stock_symbolic_allocations = 0;
-      r.stock_source = "model";
+      return true;
     }
-    std::string ours = Bytes(r.planned_bytes);
-    std::string theirs = r.stock_bytes < 0 ? std::string("unknown") : Bytes(r.stock_bytes);
-    if (!device_refusal.empty()) {
-      r.planner = kStockPlanner;
-      r.reason = device_refusal;
-      return;
+    StockFunctionPlan stock = ReadStockPlan(stock_->Planned(gv_));
+    r.stock_bytes = stock.bytes;
+    r.stock_size = analyzer_.Simplify(stock.size);
+    r.stock_symbolic_allocations = stock.symbolic;
+    r.stock_source = stock_source::kStockPass;
+    r.stock_storages = stock.storages;
+    for (size_t i = 0; i < allocations_.size(); ++i) {
+      auto found = stock.tensor_storage.find(allocations_[i].binding.var().get());
+      if (found != stock.tensor_storage.end()) tensor_records_[i]->stock_storage = found->second;
     }
-    r.planner = kMemplanPlanner;
-    if (!options_.fall_back_to_stock) {
-      r.reason = "fall_back_to_stock=False: " + ours + ", the stock planner " + theirs;
-      return;
-    }
-    bool stock_smaller =
-        stock && (stock->bytes < r.planned_bytes ||
-                  (stock->bytes == r.planned_bytes && stock->symbolic < r.symbolic_allocations));
-    if (stock_smaller && stock->well_formed) {
-      r.planner = kStockPlanner;
-      r.reason = "the stock planner allocates less: " + theirs + " against " + ours;
-      return;
-    }
-    std::string reason = ours + ", the stock planner " + theirs + " (" + r.stock_source + ")";
-    if (stock_smaller) reason += "; the stock plan is not well formed (apache/tvm#20191)";
-    r.reason = reason;
+    return stock.well_formed;
   }
 
   ObjectRef gv_;
   Function func_;
-  IRModule mod_;
   const MemoryPlanOptionsObj& options_;
   const target::PlanningDevices& devices_;
   StockPlanner* stock_;
-  MemoryEffects effects_;
+  MemoryEffects classifier_;
   std::vector<Step> steps_;
+  /*! \brief Per step, what its call does to memory (steps binding no call: none). */
+  std::vector<std::optional<MemoryEffect>> effects_;
   StorageFlow flow_;
   Analyzer analyzer_;
   std::unordered_set<const Object*> signature_vars_;
   std::vector<Allocation> allocations_;
   std::unordered_map<RootId, size_t> root_allocation_;
-  std::vector<PlanStep> model_steps_;
   std::vector<ObjectRef> storages_;
   /*! \brief Signature variables with a `tir_var_upper_bound`. */
   std::unordered_map<const Object*, BoundCheck> bounds_;
@@ -653,138 +520,63 @@ class PlanAnalysis {
 
 }  // namespace
 
-const IRModule& StockPlanner::Planned() {
-  if (!planned_) {
-    ObjectRef pass = schema::func::StaticPlanBlockMemory().cast<ObjectRef>();
-    planned_ = ApplyPass(pass, mod_);
+PlannerChoice ChoosePlanner(const FunctionMemoryPlanObj& record, bool stock_well_formed,
+                            const std::string& device_refusal,
+                            const MemoryPlanOptionsObj& options) {
+  if (!device_refusal.empty()) return {kStockPlanner, decision::kNoOffsets, device_refusal};
+  std::string ours = Bytes(record.planned_bytes);
+  std::string theirs = record.stock_bytes < 0 ? std::string("unknown") : Bytes(record.stock_bytes);
+  if (!options.fall_back_to_stock) {
+    return {kMemplanPlanner, decision::kFallBackOff,
+            "fall_back_to_stock=False: " + ours + ", the stock planner " + theirs};
   }
-  return *planned_;
-}
-
-MemoryPlan AnalyzeMemoryPlan(const ObjectRef& gv, const Function& func, const IRModule& mod,
-                             const MemoryPlanOptionsObj& options,
-                             const target::PlanningDevices& devices, StockPlanner* stock,
-                             bool compare_with_stock) {
-  return PlanAnalysis(gv, func, mod, options, devices, stock).Run(compare_with_stock);
-}
-
-void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options) {
-  if (options.alignment <= 0 || options.alignment % kRuntimeAlignment != 0) {
-    TVM_FFI_THROW(ValueError) << "MemoryPlanOptions.alignment must be a positive multiple of "
-                              << kRuntimeAlignment
-                              << " (the runtime's allocation alignment, below which "
-                                 "ensure_zero_offset copies), got "
-                              << options.alignment;
+  bool ran = record.stock_source == stock_source::kStockPass;
+  bool stock_smaller = ran && (record.stock_bytes < record.planned_bytes ||
+                               (record.stock_bytes == record.planned_bytes &&
+                                record.stock_symbolic_allocations < record.symbolic_allocations));
+  if (stock_smaller && stock_well_formed) {
+    return {kStockPlanner, decision::kStockSmaller,
+            "the stock planner allocates less: " + theirs + " against " + ours};
   }
+  std::string source = ran ? "TVM's planner run" : "TVM's planner as modelled";
+  std::string reason = ours + ", the stock planner " + theirs + " (" + source + ")";
+  if (stock_smaller) {
+    return {kMemplanPlanner, decision::kStockIllFormed,
+            reason + "; the stock plan is not well formed (apache/tvm#20191)"};
+  }
+  return {kMemplanPlanner, decision::kNoLarger, reason};
 }
 
-void MemoryPlanOptionsObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  refl::ObjectDef<MemoryPlanOptionsObj>()
-      .def_ro("alignment", &MemoryPlanOptionsObj::alignment,
-              "Every offset is a multiple of this many bytes (a multiple of 64, the TVM runtime's "
-              "allocation alignment).",
-              refl::DefaultValue(kPlanAlignment))
-      .def_ro("fall_back_to_stock", &MemoryPlanOptionsObj::fall_back_to_stock,
-              "Plan a function as TVM's StaticPlanBlockMemory does when that takes fewer bytes.",
-              refl::DefaultValue(true));
-}
-
-void PlannedTensorObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  refl::ObjectDef<PlannedTensorObj>()
-      .def_ro("binding", &PlannedTensorObj::binding, "The variable the allocation binds.")
-      .def_ro("op", &PlannedTensorObj::op, "The callee that first uses the tensor, or \"\".")
-      .def_ro("shape", &PlannedTensorObj::shape, "Extents (TIR expressions where symbolic).")
-      .def_ro("dtype", &PlannedTensorObj::dtype, "The element type.")
-      .def_ro("bytes", &PlannedTensorObj::bytes,
-              "Bytes (the upper bound of a bounded symbolic size); -1 when unbounded.")
-      .def_ro("size", &PlannedTensorObj::size,
-              "Bytes as an int64 expression of the shape variables (an IntImm when static); "
-              "None when the shape or dtype is unknown.")
-      .def_ro("device", &PlannedTensorObj::device, "The virtual device index.")
-      .def_ro("scope", &PlannedTensorObj::scope, "The storage scope.")
-      .def_ro("first", &PlannedTensorObj::first, "Program point of the allocation.")
-      .def_ro("last", &PlannedTensorObj::last, "Program point of the last read.")
-      .def_ro("storage", &PlannedTensorObj::storage,
-              "Index in the plan's storages; -1 when the tensor is not planned.")
-      .def_ro("offset", &PlannedTensorObj::offset, "Byte offset in the storage.")
-      .def_ro("reason", &PlannedTensorObj::reason, "Why the tensor is not planned (\"\" if it is).")
-      .def_ro("stock_storage", &PlannedTensorObj::stock_storage,
-              "Index in the stock plan's storages; -1 when the stock planner does not plan it "
-              "or was not run.");
-}
-
-void StorageAllocationObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  refl::ObjectDef<StorageAllocationObj>()
-      .def_ro("bytes", &StorageAllocationObj::bytes, "Bytes; -1 when symbolic.")
-      .def_ro("size", &StorageAllocationObj::size,
-              "Bytes as an int64 expression of the shape variables (an IntImm when static).")
-      .def_ro("bounded", &StorageAllocationObj::bounded,
-              "Whether a symbolic size was taken at its tir_var_upper_bound.")
-      .def_ro("device", &StorageAllocationObj::device, "The virtual device index.")
-      .def_ro("scope", &StorageAllocationObj::scope, "The storage scope.");
-}
-
-void FunctionMemoryPlanObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  refl::ObjectDef<FunctionMemoryPlanObj>()
-      .def_ro("function", &FunctionMemoryPlanObj::function, "The Relax function.")
-      .def_ro("planner", &FunctionMemoryPlanObj::planner,
-              "The planner StaticPlanBlockMemory uses for it: \"memplan\" or \"stock\".")
-      .def_ro("reason", &FunctionMemoryPlanObj::reason, "Why that planner.")
-      .def_ro("num_points", &FunctionMemoryPlanObj::num_points, "Program points.")
-      .def_ro("tensors", &FunctionMemoryPlanObj::tensors, "Every R.builtin.alloc_tensor.")
-      .def_ro("storages", &FunctionMemoryPlanObj::storages, "tvm-memplan's storages.")
-      .def_ro("stock_storages", &FunctionMemoryPlanObj::stock_storages,
-              "The stock planner's storages (when it was run).")
-      .def_ro("peak_live_bytes", &FunctionMemoryPlanObj::peak_live_bytes,
-              "Most bytes of static-size tensors live at one program point: a lower bound.")
-      .def_ro("planned_bytes", &FunctionMemoryPlanObj::planned_bytes,
-              "Bytes tvm-memplan allocates: storages and static tensors not planned.")
-      .def_ro("stock_bytes", &FunctionMemoryPlanObj::stock_bytes,
-              "The same for the stock planner; -1 when unknown.")
-      .def_ro("stock_source", &FunctionMemoryPlanObj::stock_source,
-              "How stock_bytes was obtained: \"model\" or \"stock pass\".")
-      .def_ro("stock_model_bytes", &FunctionMemoryPlanObj::stock_model_bytes,
-              "The stock planner's bytes as tvm-memplan's model of it predicts them; -1 when "
-              "the model cannot tell.")
-      .def_ro("symbolic_allocations", &FunctionMemoryPlanObj::symbolic_allocations,
-              "Allocations of symbolic size in tvm-memplan's plan.")
-      .def_ro("stock_symbolic_allocations", &FunctionMemoryPlanObj::stock_symbolic_allocations,
-              "Allocations of symbolic size in the stock plan; -1 when unknown.")
-      .def_ro("planned_size", &FunctionMemoryPlanObj::planned_size,
-              "What tvm-memplan's plan allocates, as an int64 expression of the shape variables "
-              "(sizes taken at a bound are constants).")
-      .def_ro("stock_size", &FunctionMemoryPlanObj::stock_size,
-              "The same for the stock plan; None when the stock planner was not run.")
-      .def_ro("upper_bounds", &FunctionMemoryPlanObj::upper_bounds,
-              "Shape variable -> tir_var_upper_bound, for the bounds the plan relies on: the "
-              "function checks them on entry.")
-      .def_ro("lower_bounds", &FunctionMemoryPlanObj::lower_bounds,
-              "Shape variable -> tir_var_lower_bound, for those of them that have one.");
+std::vector<MemoryPlan> AnalyzeMemoryPlans(const IRModule& mod, const MemoryPlanOptionsObj& options,
+                                           bool compare_with_stock) {
+  CheckMemoryPlanOptions(options);
+  target::PlanningDevices devices = target::ResolvePlanningDevices(mod.ref());
+  StockPlanner stock(mod);
+  // Name order, so that the plans (and the stock runs) do not depend on map iteration.
+  std::vector<std::pair<std::string, ObjectRef>> functions;
+  for (const auto& [gv, func] : mod.functions()) {
+    if (Is<Function>(func)) functions.emplace_back(GlobalVarName(gv), gv);
+  }
+  std::sort(functions.begin(), functions.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<MemoryPlan> plans;
+  for (const auto& [name, gv] : functions) {
+    Function func(mod.functions().at(gv));
+    plans.push_back(PlanAnalysis(gv, func, mod, options, devices, &stock).Run(compare_with_stock));
+  }
+  return plans;
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  MemoryPlanOptionsObj::RegisterReflection();
-  PlannedTensorObj::RegisterReflection();
-  StorageAllocationObj::RegisterReflection();
-  FunctionMemoryPlanObj::RegisterReflection();
-  // The packing alone, for property tests: items as (bytes, first, last) triples.
-  tvm::ffi::reflection::GlobalDef()
-      .def("tvm_memplan.testing.pack_offsets",
-           [](Array<Array<int64_t>> triples, int64_t alignment) {
-             std::vector<PackItem> items;
-             for (const Array<int64_t>& t : triples) items.push_back(PackItem{t[0], t[1], t[2]});
-             Packing packing = PackOffsets(items, alignment);
-             return Array<Any>{Array<int64_t>(packing.offsets.begin(), packing.offsets.end()),
-                               packing.bytes, String(packing.algorithm)};
-           })
-      .def("tvm_memplan.testing.peak_live_bytes", [](Array<Array<int64_t>> triples) {
-        std::vector<PackItem> items;
-        for (const Array<int64_t>& t : triples) items.push_back(PackItem{t[0], t[1], t[2]});
-        return PeakLiveBytes(items);
+  tvm::ffi::reflection::GlobalDef().def(
+      "tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions options) {
+        Array<ObjectRef> records;
+        for (const MemoryPlan& plan :
+             AnalyzeMemoryPlans(IRModule(mod, "memory_plan"), *options.get(),
+                                /*compare_with_stock=*/true)) {
+          records.push_back(ObjectRef(plan.record));
+        }
+        return records;
       });
 }
 

@@ -5,6 +5,10 @@
  */
 #include "relax/offset_packing.h"
 
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/reflection/registry.h>
+#include <tvm/ffi/string.h>
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -209,6 +213,26 @@ bool IsValidPacking(const std::vector<PackItem>& items, const Packing& packing, 
     }
   }
   return true;
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  // The packing alone, for property tests: items as (bytes, first, last) triples.
+  tvm::ffi::reflection::GlobalDef()
+      .def("tvm_memplan.testing.pack_offsets",
+           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> triples, int64_t alignment) {
+             std::vector<PackItem> items;
+             for (const auto& t : triples) items.push_back(PackItem{t[0], t[1], t[2]});
+             Packing packing = PackOffsets(items, alignment);
+             return tvm::ffi::Array<tvm::ffi::Any>{
+                 tvm::ffi::Array<int64_t>(packing.offsets.begin(), packing.offsets.end()),
+                 packing.bytes, tvm::ffi::String(packing.algorithm)};
+           })
+      .def("tvm_memplan.testing.peak_live_bytes",
+           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> triples) {
+             std::vector<PackItem> items;
+             for (const auto& t : triples) items.push_back(PackItem{t[0], t[1], t[2]});
+             return PeakLiveBytes(items);
+           });
 }
 
 }  // namespace relax

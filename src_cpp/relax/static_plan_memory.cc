@@ -159,74 +159,56 @@ class PlanApplier {
 
 }  // namespace
 
-PlanMemoryResult PlanMemory(const IRModule& mod, const MemoryPlanOptionsObj& options,
-                            bool compare_with_stock) {
-  CheckMemoryPlanOptions(options);
-  target::PlanningDevices devices = target::ResolvePlanningDevices(mod.ref());
-  StockPlanner stock(mod);
-  // Name order, so that the plans (and the stock runs) do not depend on map iteration.
-  std::vector<std::pair<std::string, ObjectRef>> functions;
-  for (const auto& [gv, func] : mod.functions()) {
-    if (Is<Function>(func)) functions.emplace_back(GlobalVarName(gv), gv);
-  }
-  std::sort(functions.begin(), functions.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  PlanMemoryResult result{mod, {}};
+IRModule ApplyMemoryPlans(const IRModule& mod, const std::vector<MemoryPlan>& plans) {
   Map<ObjectRef, ObjectRef> updated = mod.functions();
   bool changed = false;
-  for (const auto& [name, gv] : functions) {
-    Function func(mod.functions().at(gv));
-    MemoryPlan plan =
-        AnalyzeMemoryPlan(gv, func, mod, options, devices, &stock, compare_with_stock);
-    Function planned =
-        plan.use_stock() ? Function(stock.Planned().functions().at(gv)) : PlanApplier(plan)(func);
+  for (const auto& [gv, base_func] : mod.functions()) {
+    if (!Is<Function>(base_func)) continue;
+    std::string name = GlobalVarName(gv);
+    auto plan = std::find_if(plans.begin(), plans.end(),
+                             [&](const MemoryPlan& p) { return p.record->function == name; });
+    TVM_FFI_ICHECK(plan != plans.end()) << "internal error: no memory plan for " << name;
+    if (plan->record->tensors.empty()) continue;
+    Function func(base_func);
+    Function planned = plan->stock_function ? *plan->stock_function : PlanApplier(*plan)(func);
     // TVM's planner consumes this attribute; ours has planned what it asks for.
-    if (!plan.use_stock() && FuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput)) {
+    if (!plan->stock_function &&
+        FuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput)) {
       planned = Function(WithoutFuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput));
     }
     // Checked first, whichever planner: past a bound, tensors sized at it would not fit.
     Array<ObjectRef> checks;
-    for (const BoundCheck& bound : plan.bound_checks) {
+    for (const BoundCheck& bound : plan->bound_checks) {
       checks.push_back(BoundCheckBinding(name, bound));
     }
     planned = PrependBindings(planned, checks);
-    if (!planned.same_as(func.ref()) && !plan.record->tensors.empty()) {
+    if (!planned.same_as(func.ref())) {
       updated.Set(gv, planned.ref());
       changed = true;
     }
-    result.plans.push_back(std::move(plan));
   }
-  if (changed) result.mod = mod.WithFunctions(updated);
-  return result;
+  return changed ? mod.WithFunctions(updated) : mod;
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  tvm::ffi::reflection::GlobalDef()
-      .def("tvm_memplan.transform.StaticPlanBlockMemory",
-           [](MemoryPlanOptions options) {
-             CheckMemoryPlanOptions(*options.get());
-             return MakeModulePass("tvm_memplan.StaticPlanBlockMemory", 0,
-                                   [options](IRModule mod, ObjectRef) {
-                                     PassDump dump("StaticPlanBlockMemory");
-                                     dump.Write("input", mod.ref());
-                                     PlanMemoryResult result = PlanMemory(mod, *options.get());
-                                     if (dump.enabled()) {
-                                       Array<ObjectRef> plans;
-                                       for (const MemoryPlan& plan : result.plans) {
-                                         plans.push_back(ObjectRef(plan.record));
-                                       }
-                                       dump.Write("plans", plans);
-                                       dump.Write("output", result.mod.ref());
-                                     }
-                                     return result.mod;
-                                   });
-           })
-      .def("tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions options) {
-        PlanMemoryResult result =
-            PlanMemory(IRModule(mod, "memory_plan"), *options.get(), /*compare_with_stock=*/true);
-        Array<ObjectRef> plans;
-        for (const MemoryPlan& plan : result.plans) plans.push_back(ObjectRef(plan.record));
-        return plans;
+  tvm::ffi::reflection::GlobalDef().def(
+      "tvm_memplan.transform.StaticPlanBlockMemory", [](MemoryPlanOptions options) {
+        CheckMemoryPlanOptions(*options.get());
+        return MakeModulePass(
+            "tvm_memplan.StaticPlanBlockMemory", 0, [options](IRModule mod, ObjectRef) {
+              PassDump dump("StaticPlanBlockMemory");
+              dump.Write("input", mod.ref());
+              std::vector<MemoryPlan> plans =
+                  AnalyzeMemoryPlans(mod, *options.get(), /*compare_with_stock=*/false);
+              IRModule out = ApplyMemoryPlans(mod, plans);
+              if (dump.enabled()) {
+                Array<ObjectRef> records;
+                for (const MemoryPlan& plan : plans) records.push_back(ObjectRef(plan.record));
+                dump.Write("plans", records);
+                dump.Write("output", out.ref());
+              }
+              return out;
+            });
       });
 }
 

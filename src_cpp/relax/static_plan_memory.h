@@ -17,15 +17,16 @@
  *   cls.concat(a, a, b)                              cls.concat(a, a, b)
  * \endcode
  *
- * The plan comes from relax/memory_plan_analysis.h (which states the rules); the rewrite only
- * applies it. The storages are allocated at the function's start (the first binding block, or
- * a block of their own before a dataflow block), so a tensor made in an `if` branch and read
- * after it has storage in scope. A tensor at a nonzero
- * offset is bound to `ensure_zero_offset` of the allocation under its own variable, so every
- * use, and every PrimFunc, sees a tensor with no byte offset. Tensors the analysis does not plan
- * stay `R.builtin.alloc_tensor` (LowerAllocTensor gives each its own storage later); functions
- * it gives to the stock planner come out exactly as TVM's pass makes them. KillAfterLastUse
- * and the VM build run unchanged afterwards.
+ * The plans come from relax/memory_plan_analysis.h (which states the rules); the rewrite only
+ * applies them: the storages and placements of ours, or the function as TVM's planner made it
+ * where the analysis chose it, and in both the entry checks of the bounds the plan relies on. The
+ * storages are allocated at the function's start (the first binding block, or a block of their own
+ * before a dataflow block), so a tensor made in an `if` branch and read after it has storage in
+ * scope. A tensor at a nonzero offset is bound to `ensure_zero_offset` of the allocation under its
+ * own variable, so every use, and every PrimFunc, sees a tensor with no byte offset. Tensors the
+ * analysis does not plan stay `R.builtin.alloc_tensor` (LowerAllocTensor gives each its own storage
+ * later); functions it gives to the stock planner come out exactly as TVM's pass makes them.
+ * KillAfterLastUse and the VM build run unchanged afterwards.
  */
 #ifndef TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_
 #define TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_
@@ -37,16 +38,9 @@
 namespace tvm_memplan {
 namespace relax {
 
-/*! \brief What one run of the pass did. */
-struct PlanMemoryResult {
-  ir::IRModule mod;
-  /*! \brief One plan per Relax function, in name order. */
-  std::vector<MemoryPlan> plans;
-};
-
-/*! \brief Plan every Relax function of `mod`; `mod` itself is not modified. */
-PlanMemoryResult PlanMemory(const ir::IRModule& mod, const MemoryPlanOptionsObj& options,
-                            bool compare_with_stock = false);
+/*! \brief `mod` with `plans` (AnalyzeMemoryPlans of `mod`) applied; `mod` itself is not
+ *         modified. */
+ir::IRModule ApplyMemoryPlans(const ir::IRModule& mod, const std::vector<MemoryPlan>& plans);
 
 }  // namespace relax
 }  // namespace tvm_memplan

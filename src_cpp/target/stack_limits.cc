@@ -27,6 +27,8 @@ namespace {
  *        SetKindStackOption.
  */
 constexpr const char* kCPUTargetKinds[] = {"llvm", "c", "cuda_host", "composite", "test"};
+/*! \brief The C backend's kind: it rejects an allocation in any scope but "global". */
+constexpr const char* kCTargetKind = "c";
 
 /*! \brief Whether any target kind has the option as an attribute (TVM throws on unknown ones). */
 std::atomic<bool>& KindAttrRegistered(const StackOption& option) {
@@ -161,7 +163,10 @@ StackLimits ResolveStackLimits(const ffi::ObjectRef& target, const ffi::ObjectRe
   if (target.defined()) CheckTarget(target, "stack limits");
   StackLimits limits{Resolve(kMaxStackAlloca, target, pass_context),
                      Resolve(kMaxStackBytes, target, pass_context), std::nullopt};
-  if (target.defined()) limits.device_type = TargetDeviceType(target);
+  if (target.defined()) {
+    limits.device_type = TargetDeviceType(target);
+    limits.unlowered_needs_global_scope = ir::Target(target).kind_name() == kCTargetKind;
+  }
   return limits;
 }
 

@@ -68,6 +68,9 @@ struct StackLimits {
   ResolvedLimit max_stack_bytes;
   /*! \brief The target kind's default device type; nullopt without a target. */
   std::optional<int64_t> device_type;
+  /*! \brief The code generator takes an allocation left to it (`disable_lower_builtin`) only in
+   *         storage scope "global": the C backend. */
+  bool unlowered_needs_global_scope = false;
 };
 
 /*! \brief Whether `target` (a tvm.target.Target) has the given key ("cpu", "gpu", ...). */

@@ -32,6 +32,8 @@ constexpr const char* kPlacementMarker = "tvm_memplan.placement";
 struct Expectation {
   std::string function;
   PlacementPlan plan;
+  /*! \brief From the target: only scope "global" for an allocation left to the code generator. */
+  bool unlowered_needs_global_scope = false;
   /*!
    * \brief Whether step 2 changed anything. When it did not, TVM's rule places every buffer as
    *        decided and the IR is TVM's own output.
@@ -51,10 +53,6 @@ Map<String, Any> Marked(Map<String, Any> annotations, Placement placement) {
   annotations.Set(schema::attr::DisableLowerTVMBuiltin, IntConst(DLDataType{kDLInt, 32, 1}, 1));
   annotations.Set(kPlacementMarker, String(PlacementName(placement)));
   return annotations;
-}
-
-bool HasDisableAnnotation(const AllocBuffer& alloc) {
-  return alloc.annotations().count(String(schema::attr::DisableLowerTVMBuiltin)) != 0;
 }
 
 /*! \brief How step 2 changes one AllocBuffer (keyed by its buffer var in the rewritten IR). */
@@ -81,9 +79,15 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
         if (*d.bytes >= kStockMaxStackAlloca) marks.emplace_back(d.buffer, d.placement);
         break;
       case Placement::kUnlowered:
-        if (d.buffer.scope() != scope::kGlobal) moves.emplace_back(d.buffer, scope::kGlobal);
-        // Carried through StorageRewrite in its scope: the annotation comes back.
-        if (!HasDisableAnnotation(*alloc)) marks.emplace_back(d.buffer, d.placement);
+        // Carried through StorageRewrite in our scope: back in "global", with the annotation.
+        // Annotated as written: left as TVM's pass leaves it, unless the code generator takes
+        // it only in "global" (TVM's output would fail to compile there).
+        if (d.buffer.scope() == scope::kMemplanUnlowered) {
+          moves.emplace_back(d.buffer, scope::kGlobal);
+          marks.emplace_back(d.buffer, d.placement);
+        } else if (expect->unlowered_needs_global_scope && d.buffer.scope() != scope::kGlobal) {
+          moves.emplace_back(d.buffer, scope::kGlobal);
+        }
         break;
       case Placement::kWorkspace:
         needs_device_id |= !d.has_device_id;
@@ -262,6 +266,7 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     Expectation& expect = expectations[global_var.get()];
     expect.function = GlobalVarName(global_var);
     expect.plan = PlanAllocationPlacement(*func, expect.function, *limits);
+    expect.unlowered_needs_global_scope = limits->unlowered_needs_global_scope;
     if (dump.enabled()) {
       for (const AllocationDecision& d : expect.plan.decisions) {
         plan_records.push_back(ToRecord(expect.function, d));

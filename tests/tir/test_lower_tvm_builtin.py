@@ -345,6 +345,49 @@ class TestDisableLowerBuiltinIsHonoured(CompareAndRun):
     expected = before
 
 
+class TestDisableLowerBuiltinKeepsTheBuffersScope(CompareBeforeAfter):
+    """An annotated buffer in any scope is left exactly as written, as TVM's pass leaves it:
+    where the placements agree, the output is TVM's."""
+
+    @T.prim_func
+    def before(A: T.Buffer((64,), "float32")):
+        T.func_attr({"target": T.target("llvm")})
+        K = T.alloc_buffer(
+            (64,), "float32", scope="global.workspace", annotations={"disable_lower_builtin": 1}
+        )
+        for i in range(64):
+            K[i] = A[i]
+        for i in range(64):
+            A[i] = K[63 - i]
+
+    expected = "stock"
+
+
+class TestDisableLowerBuiltinForTheCBackendIsInGlobal(CompareBeforeAfter):
+    """The C backend compiles an allocation left to it only in scope "global" (TVM's output
+    would fail there): for a "c" target the annotated buffer moves to "global"."""
+
+    @T.prim_func
+    def before(A: T.Buffer((64,), "float32")):
+        T.func_attr({"target": T.target("c")})
+        K = T.alloc_buffer(
+            (64,), "float32", scope="global.workspace", annotations={"disable_lower_builtin": 1}
+        )
+        for i in range(64):
+            K[i] = A[i]
+        for i in range(64):
+            A[i] = K[63 - i]
+
+    @T.prim_func
+    def expected(A: T.Buffer((64,), "float32")):
+        T.func_attr({"target": T.target("c")})
+        K = T.alloc_buffer((64,), "float32", annotations={"disable_lower_builtin": 1})
+        for i in range(64):
+            K[i] = A[i]
+        for i in range(64):
+            A[i] = K[63 - i]
+
+
 class TestCarriedDisableLowerBuiltinComesBackAsTheAnnotation(CompareBeforeAfter):
     """The scope TagAllocationPlacement uses to carry disable_lower_builtin through
     StorageRewrite becomes the annotation again, in scope "global"."""

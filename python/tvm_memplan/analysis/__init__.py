@@ -15,6 +15,7 @@ from .memory_plan import (
     PlannedTensor,
     StorageAllocation,
     memory_plan,
+    memory_plan_at,
     planner_input,
 )
 from .planned_storage import PlannedStorage, planned_storage, storage_after_planning
@@ -33,6 +34,7 @@ __all__ = [
     "compacted_regions",
     "inplace_candidates",
     "memory_plan",
+    "memory_plan_at",
     "placement_counts",
     "planned_storage",
     "planner_input",

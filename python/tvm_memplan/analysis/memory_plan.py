@@ -12,7 +12,13 @@ from ..instrument import capture
 from ..transform.static_plan_block_memory import MemoryPlanOptions, _check_int
 from . import _ffi_api
 
-__all__ = ["FunctionMemoryPlan", "PlannedTensor", "StorageAllocation", "memory_plan"]
+__all__ = [
+    "FunctionMemoryPlan",
+    "PlannedTensor",
+    "StorageAllocation",
+    "memory_plan",
+    "memory_plan_at",
+]
 
 _STOCK_PLANNER = "StaticPlanBlockMemory"
 
@@ -98,3 +104,20 @@ def memory_plan(
     options = MemoryPlanOptions(alignment=alignment, fall_back_to_stock=bool(fall_back_to_stock))
     with target:
         return list(_ffi_api.memory_plan(mod, options))
+
+
+def memory_plan_at(plan: FunctionMemoryPlan, shape_values: dict[str, int] | None = None):
+    """``plan`` with every figure evaluated at the given shape variable values; variables not
+    given take their ``tir_var_upper_bound``. Tensors take their size at those values, storages
+    the size they are allocated with (those sized at a bound keep the bound), and the totals
+    and the peak-live bound follow. A variable with neither a value nor a bound, or a value
+    outside its bounds, raises ValueError naming it."""
+    if not isinstance(plan, FunctionMemoryPlan):
+        raise TypeError(f"memory_plan_at expects a FunctionMemoryPlan, got {type(plan).__name__}")
+    values = dict(shape_values or {})
+    for name, value in values.items():
+        if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(
+                f"shape_values must map variable names to ints, got {name!r}: {value!r}"
+            )
+    return _ffi_api.memory_plan_at(plan, values)

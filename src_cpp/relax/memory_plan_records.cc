@@ -1,0 +1,278 @@
+/*!
+ * \file relax/memory_plan_records.cc
+ * \brief The planner's records: reflection, the peak-live bound, plans at shape values.
+ */
+#include "relax/memory_plan_records.h"
+
+#include <tvm/ffi/reflection/registry.h>
+
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/analyzer.h"
+#include "ir/rewriter.h"
+#include "relax/offset_packing.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+
+namespace {
+const DLDataType kInt64{kDLInt, 64, 1};
+}  // namespace
+
+int64_t PeakLiveOf(const Array<ObjectRef>& tensors) {
+  std::vector<PackItem> live;
+  int64_t unplanned = 0;
+  for (const ObjectRef& item : tensors) {
+    const auto* t = item.as<PlannedTensorObj>();
+    if (t->storage >= 0 && t->bytes >= 0) {
+      live.push_back(PackItem{t->bytes, t->first, t->last});
+    } else if (t->storage < 0 && t->size && AsConstInt(*t->size)) {
+      unplanned += t->bytes;
+    }
+  }
+  return PeakLiveBytes(live) + unplanned;
+}
+
+namespace {
+
+/*! \brief Evaluates size expressions at shape variable values, by variable name. */
+class SizeEvaluator {
+ public:
+  SizeEvaluator(const FunctionMemoryPlanObj& plan, const Map<String, int64_t>& values)
+      : plan_(plan), values_(values) {
+    for (const auto& [name, value] : values) {
+      std::optional<int64_t> upper = Find(plan.upper_bounds, name);
+      std::optional<int64_t> lower = Find(plan.lower_bounds, name);
+      if ((upper && value > *upper) || (lower && value < *lower) || value < 0) {
+        TVM_FFI_THROW(ValueError) << "function " << Quoted(plan.function) << ": shape variable "
+                                  << Quoted(name) << " = " << value << " is outside its bounds ["
+                                  << lower.value_or(0) << ", "
+                                  << (upper ? std::to_string(*upper) : std::string("inf")) << "]";
+      }
+    }
+  }
+
+  /*! \brief The value of `size`; collects the variables it lacks values for. */
+  std::optional<int64_t> operator()(const ObjectRef& size) {
+    std::unordered_set<const Object*> vars = VarsOf(size);
+    Map<ObjectRef, ObjectRef> bindings;
+    for (const Object* var : vars) {
+      ObjectRef ref = ffi::GetRef<ObjectRef>(var);
+      std::string name = Var(ref).name();
+      std::optional<int64_t> value = Find(values_, name);
+      if (!value) value = Find(plan_.upper_bounds, name);
+      if (!value) {
+        missing_.insert(name);
+        continue;
+      }
+      bindings.Set(ref, IntConst(ref, *value));
+      used_.Set(name, *value);
+    }
+    if (bindings.size() != vars.size()) return std::nullopt;
+    return AsConstInt(analyzer_.Simplify(Substitute(size, bindings)));
+  }
+
+  /*! \brief A ValueError naming the variables that lacked a value, if any did. */
+  void CheckComplete() const {
+    if (missing_.empty()) return;
+    std::string names;
+    for (const std::string& name : missing_) names += (names.empty() ? "" : ", ") + Quoted(name);
+    TVM_FFI_THROW(ValueError) << "function " << Quoted(plan_.function)
+                              << ": no value and no tir_var_upper_bound for shape variable"
+                              << (missing_.size() > 1 ? "s " : " ") << names;
+  }
+
+  const Map<String, int64_t>& used() const { return used_; }
+
+ private:
+  static std::optional<int64_t> Find(const Map<String, int64_t>& map, const std::string& key) {
+    auto found = map.find(String(key));
+    if (found == map.end()) return std::nullopt;
+    return (*found).second;
+  }
+
+  const FunctionMemoryPlanObj& plan_;
+  Map<String, int64_t> values_;
+  Map<String, int64_t> used_;
+  std::set<std::string> missing_;
+  Analyzer analyzer_;
+};
+
+}  // namespace
+
+FunctionMemoryPlan EvaluatePlan(const FunctionMemoryPlanObj& plan,
+                                const Map<String, int64_t>& values) {
+  SizeEvaluator evaluate(plan, values);
+  ffi::ObjectPtr<FunctionMemoryPlanObj> out = ffi::make_object<FunctionMemoryPlanObj>(plan);
+  auto constant = [](int64_t bytes) { return IntConst(kInt64, bytes); };
+  out->tensors = Array<ObjectRef>();
+  for (const ObjectRef& item : plan.tensors) {
+    ffi::ObjectPtr<PlannedTensorObj> t =
+        ffi::make_object<PlannedTensorObj>(*item.as<PlannedTensorObj>());
+    if (t->size) {
+      t->bytes = evaluate(*t->size).value_or(-1);
+      if (t->bytes >= 0) t->size = constant(t->bytes);
+    }
+    out->tensors.push_back(ObjectRef(t));
+  }
+  auto storages = [&](const Array<ObjectRef>& records) {
+    Array<ObjectRef> evaluated;
+    for (const ObjectRef& item : records) {
+      ffi::ObjectPtr<StorageAllocationObj> storage =
+          ffi::make_object<StorageAllocationObj>(*item.as<StorageAllocationObj>());
+      storage->bytes = evaluate(storage->size).value_or(-1);
+      if (storage->bytes >= 0) storage->size = constant(storage->bytes);
+      evaluated.push_back(ObjectRef(storage));
+    }
+    return evaluated;
+  };
+  out->storages = storages(plan.storages);
+  out->stock_storages = storages(plan.stock_storages);
+  out->planned_bytes = evaluate(plan.planned_size).value_or(-1);
+  out->planned_size = constant(out->planned_bytes);
+  out->symbolic_allocations = 0;
+  if (plan.stock_size) {
+    out->stock_bytes = evaluate(*plan.stock_size).value_or(-1);
+    out->stock_size = constant(out->stock_bytes);
+    out->stock_symbolic_allocations = 0;
+  }
+  evaluate.CheckComplete();
+  out->peak_live_bytes = PeakLiveOf(out->tensors);
+  out->shape_values = evaluate.used();
+  return FunctionMemoryPlan(out);
+}
+
+void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options) {
+  if (options.alignment <= 0 || options.alignment % kRuntimeAlignment != 0) {
+    TVM_FFI_THROW(ValueError) << "MemoryPlanOptions.alignment must be a positive multiple of "
+                              << kRuntimeAlignment
+                              << " (the runtime's allocation alignment, below which "
+                                 "ensure_zero_offset copies), got "
+                              << options.alignment;
+  }
+}
+
+void MemoryPlanOptionsObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<MemoryPlanOptionsObj>()
+      .def_ro("alignment", &MemoryPlanOptionsObj::alignment,
+              "Every offset is a multiple of this many bytes (a multiple of 64, the TVM runtime's "
+              "allocation alignment).",
+              refl::DefaultValue(kPlanAlignment))
+      .def_ro("fall_back_to_stock", &MemoryPlanOptionsObj::fall_back_to_stock,
+              "Plan a function as TVM's StaticPlanBlockMemory does when that takes fewer bytes.",
+              refl::DefaultValue(true));
+}
+
+void PlannedTensorObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<PlannedTensorObj>()
+      .def_ro("binding", &PlannedTensorObj::binding, "The variable the allocation binds.")
+      .def_ro("op", &PlannedTensorObj::op, "The callee that first uses the tensor, or \"\".")
+      .def_ro("shape", &PlannedTensorObj::shape, "Extents (TIR expressions where symbolic).")
+      .def_ro("dtype", &PlannedTensorObj::dtype, "The element type.")
+      .def_ro("bytes", &PlannedTensorObj::bytes,
+              "Bytes (the upper bound of a bounded symbolic size); -1 when unbounded.")
+      .def_ro("size", &PlannedTensorObj::size,
+              "Bytes as an int64 expression of the shape variables (an IntImm when static); "
+              "None when the shape or dtype is unknown.")
+      .def_ro("device", &PlannedTensorObj::device, "The virtual device index.")
+      .def_ro("scope", &PlannedTensorObj::scope, "The storage scope.")
+      .def_ro("first", &PlannedTensorObj::first, "Program point of the allocation.")
+      .def_ro("last", &PlannedTensorObj::last, "Program point of the last read.")
+      .def_ro("storage", &PlannedTensorObj::storage,
+              "Index in the plan's storages; -1 when the tensor is not planned.")
+      .def_ro("offset", &PlannedTensorObj::offset, "Byte offset in the storage.")
+      .def_ro("unplanned", &PlannedTensorObj::unplanned,
+              "Why the tensor is not planned (\"\" if it is): \"returned\" (it reaches the "
+              "function result), \"escapes\" (an impure call or a closure may keep it), "
+              "\"unbounded_size\" (a symbolic size no bound or parameter defines), "
+              "\"unknown_type\".")
+      .def_ro("reason", &PlannedTensorObj::reason,
+              "Why the tensor is not planned, as a sentence (\"\" if it is).")
+      .def_ro("stock_storage", &PlannedTensorObj::stock_storage,
+              "Index in the stock plan's storages; -1 when the stock planner does not plan it "
+              "or was not run.");
+}
+
+void StorageAllocationObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<StorageAllocationObj>()
+      .def_ro("bytes", &StorageAllocationObj::bytes, "Bytes; -1 when symbolic.")
+      .def_ro("size", &StorageAllocationObj::size,
+              "Bytes as an int64 expression of the shape variables (an IntImm when static).")
+      .def_ro("bounded", &StorageAllocationObj::bounded,
+              "Whether a symbolic size was taken at its tir_var_upper_bound.")
+      .def_ro("device", &StorageAllocationObj::device, "The virtual device index.")
+      .def_ro("scope", &StorageAllocationObj::scope, "The storage scope.");
+}
+
+void FunctionMemoryPlanObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<FunctionMemoryPlanObj>()
+      .def_ro("function", &FunctionMemoryPlanObj::function, "The Relax function.")
+      .def_ro("planner", &FunctionMemoryPlanObj::planner,
+              "The planner StaticPlanBlockMemory uses for it: \"memplan\" or \"stock\".")
+      .def_ro("decision", &FunctionMemoryPlanObj::decision,
+              "Why that planner: \"no_larger\" (ours allocates no more), \"fall_back_off\", "
+              "\"stock_ill_formed\" (TVM's allocates less but is not well formed, "
+              "apache/tvm#20191), \"stock_smaller\", \"no_offsets\" (a device or scope takes "
+              "no tensors at offsets).")
+      .def_ro("reason", &FunctionMemoryPlanObj::reason, "Why that planner, with the figures.")
+      .def_ro("num_points", &FunctionMemoryPlanObj::num_points, "Program points.")
+      .def_ro("tensors", &FunctionMemoryPlanObj::tensors, "Every R.builtin.alloc_tensor.")
+      .def_ro("storages", &FunctionMemoryPlanObj::storages, "tvm-memplan's storages.")
+      .def_ro("stock_storages", &FunctionMemoryPlanObj::stock_storages,
+              "The stock planner's storages (when it was run).")
+      .def_ro("peak_live_bytes", &FunctionMemoryPlanObj::peak_live_bytes,
+              "Most bytes of static-size tensors live at one program point: a lower bound.")
+      .def_ro("planned_bytes", &FunctionMemoryPlanObj::planned_bytes,
+              "Bytes tvm-memplan allocates: storages and static tensors not planned.")
+      .def_ro("stock_bytes", &FunctionMemoryPlanObj::stock_bytes,
+              "The same for the stock planner; -1 when unknown.")
+      .def_ro("stock_source", &FunctionMemoryPlanObj::stock_source,
+              "How stock_bytes was obtained: \"model\" (tvm-memplan's model of TVM's planner) "
+              "or \"stock_pass\" (TVM's pass was run).")
+      .def_ro("stock_model_bytes", &FunctionMemoryPlanObj::stock_model_bytes,
+              "The stock planner's bytes as tvm-memplan's model of it predicts them; -1 when "
+              "the model cannot tell.")
+      .def_ro("symbolic_allocations", &FunctionMemoryPlanObj::symbolic_allocations,
+              "Allocations of symbolic size in tvm-memplan's plan.")
+      .def_ro("stock_symbolic_allocations", &FunctionMemoryPlanObj::stock_symbolic_allocations,
+              "Allocations of symbolic size in the stock plan; -1 when unknown.")
+      .def_ro("planned_size", &FunctionMemoryPlanObj::planned_size,
+              "What tvm-memplan's plan allocates, as an int64 expression of the shape variables "
+              "(sizes taken at a bound are constants).")
+      .def_ro("stock_size", &FunctionMemoryPlanObj::stock_size,
+              "The same for the stock plan; None when the stock planner was not run.")
+      .def_ro("upper_bounds", &FunctionMemoryPlanObj::upper_bounds,
+              "Shape variable -> tir_var_upper_bound, for the variables the function's "
+              "parameters define.")
+      .def_ro("lower_bounds", &FunctionMemoryPlanObj::lower_bounds,
+              "Shape variable -> tir_var_lower_bound, likewise.")
+      .def_ro("checked_bounds", &FunctionMemoryPlanObj::checked_bounds,
+              "The shape variables whose bounds size planned tensors, in name order: the "
+              "function checks them on entry.")
+      .def_ro("shape_values", &FunctionMemoryPlanObj::shape_values,
+              "Empty for a plan as planned; for memory_plan_at, the shape variable values "
+              "every figure was evaluated at.");
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  MemoryPlanOptionsObj::RegisterReflection();
+  PlannedTensorObj::RegisterReflection();
+  StorageAllocationObj::RegisterReflection();
+  FunctionMemoryPlanObj::RegisterReflection();
+  tvm::ffi::reflection::GlobalDef().def("tvm_memplan.analysis.memory_plan_at",
+                                        [](FunctionMemoryPlan plan, Map<String, int64_t> values) {
+                                          return EvaluatePlan(*plan.get(), values);
+                                        });
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

@@ -1,0 +1,211 @@
+/*!
+ * \file relax/memory_plan_records.h
+ * \brief What a memory plan says, as reflected records that the pass, Python, the report and the
+ *        benchmarks all read: the planner's options, every tensor, every storage and a function's
+ *        plan with the stock planner's next to it. Also the figures computed from records alone:
+ *        the peak-live bound of a plan, and a plan evaluated at shape variable values.
+ *
+ * \code
+ *   (plan,) = tvm_memplan.analysis.memory_plan(mod)            # FunctionMemoryPlan records
+ *   plan.planned_bytes, plan.peak_live_bytes, plan.planned_size  # 256, 256, n * 4 + 256
+ *   memory_plan_at(plan, {"n": 10}).planned_bytes                # 296
+ * \endcode
+ */
+#ifndef TVM_MEMPLAN_RELAX_MEMORY_PLAN_RECORDS_H_
+#define TVM_MEMPLAN_RELAX_MEMORY_PLAN_RECORDS_H_
+
+#include <utility>
+
+#include "ir/relax.h"
+#include "relax/memory_plan_model.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+/*! \brief Codes of PlannedTensor.unplanned: why a tensor has no place in a storage of ours. */
+namespace unplanned {
+inline constexpr const char* kReturned = "returned";
+inline constexpr const char* kEscapes = "escapes";
+inline constexpr const char* kUnboundedSize = "unbounded_size";
+inline constexpr const char* kUnknownType = "unknown_type";
+}  // namespace unplanned
+
+/*! \brief Codes of FunctionMemoryPlan.decision: why its planner plans a function. */
+namespace decision {
+/*! \brief Ours: it allocates no more than the stock planner's. */
+inline constexpr const char* kNoLarger = "no_larger";
+/*! \brief Ours, with `fall_back_to_stock` off. */
+inline constexpr const char* kFallBackOff = "fall_back_off";
+/*! \brief Ours, though TVM's allocates less: its plan is not well formed (apache/tvm#20191). */
+inline constexpr const char* kStockIllFormed = "stock_ill_formed";
+/*! \brief The stock planner's: it allocates less. */
+inline constexpr const char* kStockSmaller = "stock_smaller";
+/*! \brief The stock planner's: a device or storage scope takes no tensors at offsets. */
+inline constexpr const char* kNoOffsets = "no_offsets";
+}  // namespace decision
+
+/*! \brief Codes of FunctionMemoryPlan.stock_source. */
+namespace stock_source {
+inline constexpr const char* kModel = "model";
+inline constexpr const char* kStockPass = "stock_pass";
+}  // namespace stock_source
+
+/*! \brief Options of the planner, reflected as `tvm_memplan.relax.MemoryPlanOptions`. */
+class MemoryPlanOptionsObj : public ffi::Object {
+ public:
+  /*! \brief Every offset is a multiple of this (a multiple of the runtime's 64-byte alignment). */
+  int64_t alignment = kPlanAlignment;
+  /*! \brief Plan a function as the stock planner does when that takes fewer bytes. */
+  bool fall_back_to_stock = true;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.MemoryPlanOptions", MemoryPlanOptionsObj,
+                                    ffi::Object);
+};
+
+class MemoryPlanOptions : public ObjectRef {
+ public:
+  MemoryPlanOptions() : ObjectRef(ffi::make_object<MemoryPlanOptionsObj>()) {}
+  TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(MemoryPlanOptions, ObjectRef, MemoryPlanOptionsObj);
+};
+
+/*! \brief One tensor (`R.builtin.alloc_tensor`) of a function and where each planner puts it. */
+class PlannedTensorObj : public ffi::Object {
+ public:
+  /*! \brief The variable the allocation binds. */
+  String binding;
+  /*! \brief The callee that first uses it (the PrimFunc writing it), or "". */
+  String op;
+  /*! \brief Extents: integers, or TIR expressions where symbolic. */
+  Array<Any> shape;
+  String dtype;
+  /*! \brief Bytes (the upper bound where the size is symbolic and bounded); -1: unbounded. */
+  int64_t bytes = 0;
+  /*! \brief Bytes as an int64 expression of the shape variables (an IntImm when static); None
+   *         when the shape or dtype is unknown. */
+  Optional<ObjectRef> size;
+  int64_t device = 0;
+  String scope;
+  /*! \brief Program points (relax/program_points.h) of the allocation and of its last read. */
+  int64_t first = 0;
+  int64_t last = 0;
+  /*! \brief Index in the plan's `storages`, or -1 when not planned (see `unplanned`). */
+  int64_t storage = -1;
+  int64_t offset = 0;
+  /*! \brief Why the tensor is not planned: a code of namespace `unplanned` ("" when it is). */
+  String unplanned;
+  /*! \brief The same as a sentence naming what keeps it out. */
+  String reason;
+  /*! \brief Where the stock planner puts it: index in `stock_storages`, or -1. */
+  int64_t stock_storage = -1;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.PlannedTensor", PlannedTensorObj,
+                                    ffi::Object);
+};
+
+/*! \brief One `R.memory.alloc_storage` of a plan. */
+class StorageAllocationObj : public ffi::Object {
+ public:
+  /*! \brief Bytes, or -1 when symbolic (then `size` says how many). */
+  int64_t bytes = 0;
+  /*! \brief Bytes as an int64 expression of the shape variables (an IntImm when static). */
+  ObjectRef size;
+  /*! \brief Whether a symbolic size was taken at its `tir_var_upper_bound`. */
+  bool bounded = false;
+  int64_t device = 0;
+  String scope;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.StorageAllocation", StorageAllocationObj,
+                                    ffi::Object);
+};
+
+/*! \brief The memory plan of one Relax function, by tvm-memplan's planner and by the stock one. */
+class FunctionMemoryPlanObj : public ffi::Object {
+ public:
+  String function;
+  /*! \brief The planner the pass uses for the function: "memplan" or "stock". */
+  String planner;
+  /*! \brief Why: a code of namespace `decision`. */
+  String decision;
+  /*! \brief The same as a sentence, with the figures. */
+  String reason;
+  /*! \brief Program points of the function. */
+  int64_t num_points = 0;
+  Array<ObjectRef> tensors;
+  /*! \brief tvm-memplan's storages. */
+  Array<ObjectRef> storages;
+  /*! \brief The stock planner's storages (filled when the stock planner was run). */
+  Array<ObjectRef> stock_storages;
+  /*! \brief The peak-live bound: the most bytes of plannable tensors live at one program point,
+   *         plus the static bytes of the tensors no planner may share (function results, escaping
+   *         tensors). No plan of this IR under these rules allocates less. */
+  int64_t peak_live_bytes = 0;
+  /*! \brief Bytes tvm-memplan's planner allocates: its storages plus the static-size tensors it
+   *         does not plan. */
+  int64_t planned_bytes = 0;
+  /*! \brief The same for the stock planner; -1 when unknown (symbolic). */
+  int64_t stock_bytes = -1;
+  /*! \brief How stock_bytes was obtained: a code of namespace `stock_source`, or "". */
+  String stock_source;
+  /*! \brief The stock planner's bytes as its model (relax/memory_plan_model.h) predicts them;
+   *         -1 when the model cannot tell (symbolic sizes). */
+  int64_t stock_model_bytes = -1;
+  /*! \brief Allocations of symbolic size: tvm-memplan's, the stock planner's (-1 unknown). */
+  int64_t symbolic_allocations = 0;
+  int64_t stock_symbolic_allocations = -1;
+  /*! \brief What each plan allocates, as an int64 expression of the shape variables: sizes
+   *         taken at a bound are constants, unbounded ones expressions (IntImm when static).
+   *         `stock_size` is None when the stock planner was not run. */
+  ObjectRef planned_size;
+  Optional<ObjectRef> stock_size;
+  /*! \brief The function's shape variable bounds (`tir_var_upper_bound`,
+   *         `tir_var_lower_bound` of the variables its parameters define). */
+  Map<String, int64_t> upper_bounds;
+  Map<String, int64_t> lower_bounds;
+  /*! \brief The variables whose bounds size planned tensors, in name order: the function checks
+   *         them on entry. */
+  Array<String> checked_bounds;
+  /*! \brief Empty for a plan as planned; the shape variable values every figure was evaluated
+   *         at, for a plan from `EvaluatePlan`. */
+  Map<String, int64_t> shape_values;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.FunctionMemoryPlan", FunctionMemoryPlanObj,
+                                    ffi::Object);
+};
+
+class FunctionMemoryPlan : public ObjectRef {
+ public:
+  explicit FunctionMemoryPlan(ffi::ObjectPtr<FunctionMemoryPlanObj> record)
+      : ObjectRef(std::move(record)) {}
+  TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(FunctionMemoryPlan, ObjectRef,
+                                                FunctionMemoryPlanObj);
+};
+
+/*! \brief Check options, naming the bad field (ValueError). */
+void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options);
+
+/*!
+ * \brief `plan` with every figure evaluated at shape variable `values` (variables missing there
+ *        take their upper bound): tensors at their size for those values, storages as
+ *        allocated (those sized at a bound keep it), the totals and the peak-live bound. A
+ *        variable with neither a value nor a bound, or a value outside its bounds, is a
+ *        ValueError naming it.
+ */
+FunctionMemoryPlan EvaluatePlan(const FunctionMemoryPlanObj& plan,
+                                const Map<String, int64_t>& values);
+
+/*!
+ * \brief The peak-live bound of a plan's tensor records: the most bytes of planned tensors live
+ *        at one program point (bounded sizes at their bound), plus the static bytes of the
+ *        tensors no planner may share (function results, escaping tensors): no plan of this IR
+ *        under these rules allocates less. Unplanned tensors of symbolic size are left out.
+ */
+int64_t PeakLiveOf(const Array<ObjectRef>& tensors);
+
+}  // namespace relax
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_RELAX_MEMORY_PLAN_RECORDS_H_
