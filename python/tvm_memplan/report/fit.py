@@ -194,12 +194,13 @@ def _largest(items: list[FitContributor]) -> list[FitContributor]:
 
 def check_fit(report: Report, budgets: dict[str, int]) -> FitResult:
     """Each budget against the memplan build, in the order of ``BUDGETS``. Raises
-    UnknownSizesError when a figure depends on shape variables with neither a bound nor a value."""
+    UnknownSizesError when the model has shape variables with neither a bound nor a value: a
+    device budget is checked against sizes, not expressions."""
     unknown = [b for b in budgets if b not in BUDGETS]
     if unknown:
         raise ValueError(f"unknown budgets: {', '.join(unknown)} (known: {', '.join(BUDGETS)})")
     needs = report.summary.memplan
-    if report.summary.unknown_vars and any(getattr(needs, name) is None for name in budgets):
+    if report.summary.unknown_vars:
         raise UnknownSizesError(report.summary.unknown_vars)
     checked = []
     for name in BUDGETS:

@@ -24,6 +24,7 @@ import math
 
 import tvm
 
+from .. import analysis
 from . import origins, sizes
 from .load import ReportError
 from .model import BUILDS, FunctionNeeds, Kernel, Needs, Report, Summary, Weight
@@ -240,12 +241,38 @@ def _at(size, values: dict[str, int]):
     return size if value is None else value
 
 
-def _applied_size(plan):
-    """What the pass allocates for a function: its plan, or the stock plan where it plans the
-    function as TVM does."""
+def _plan_vars(plan) -> set[str]:
+    """The shape variables a plan's sizes depend on."""
+    found = set(sizes.free_vars(plan.planned_size)) | set(sizes.free_vars(plan.stock_size))
+    for t in plan.tensors:
+        found |= set(sizes.free_vars(t.size))
+    for s in [*plan.storages, *plan.stock_storages]:
+        found |= set(sizes.free_vars(s.size))
+    return found
+
+
+def _evaluated(plan, values: dict[str, int]):
+    """The plan at ``values`` (``analysis.memory_plan_at``), when its sizes are symbolic and
+    every variable they depend on has a value; otherwise None."""
     if plan is None:
         return None
-    return plan.stock_size if str(plan.planner) == "stock" else plan.planned_size
+    needed = _plan_vars(plan)
+    if not needed or needed - set(values):
+        return None
+    return analysis.memory_plan_at(plan, {name: values[name] for name in sorted(needed)})
+
+
+def _vm(plan, evaluated, stock: bool):
+    """What the VM allocates for a function: the plan's own figure, at the values where it is
+    symbolic, else its expression. ``stock``: TVM's planner's figure; otherwise what the pass
+    allocates (its plan, or the stock plan where it plans the function as TVM does)."""
+    if plan is None:
+        return None
+    if evaluated is not None:
+        return int(evaluated.stock_bytes if stock else evaluated.applied_bytes)
+    if stock or str(plan.planner) == "stock":
+        return sizes.simplify(plan.stock_size)
+    return sizes.simplify(plan.planned_size)
 
 
 def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
@@ -259,8 +286,21 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
             kernel_values[name] = max(bound, kernel_values.get(name, bound))
     kernel_values.update(shape_values)
 
+    notes = []
+    past: dict[str, set[str]] = {}
+    for function, found in module_bounds.items():
+        for name, bound in found.items():
+            given = shape_values.get(name)
+            if given is not None and given > bound:
+                past.setdefault(function, set()).add(name)
+                notes.append(
+                    f"{name} = {given} is past its tir_var_upper_bound {bound} in {function}: "
+                    "such a call raises an error; its figures are at the bound"
+                )
+
     def values_of(function: str) -> dict[str, int]:
-        return {**module_bounds.get(function, {}), **shape_values}
+        given = {k: v for k, v in shape_values.items() if k not in past.get(function, set())}
+        return {**module_bounds.get(function, {}), **given}
 
     # Every shape variable a figure depends on.
     appearing: set[str] = set()
@@ -278,25 +318,9 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
             f"shape variable values name {', '.join(unknown_given)}, which no size of this "
             f"model depends on (its shape variables: {', '.join(sorted(appearing)) or 'none'})"
         )
-    notes = []
     for f in report.relax:
-        values = values_of(f.function)
-        for plan in (f.plan, f.stock_build):
-            if plan is not None and sizes.free_vars(plan.planned_size) + sizes.free_vars(
-                plan.stock_size
-            ):
-                evaluated = sizes.evaluate_plan(plan, values)
-                if plan is f.plan:
-                    f.plan_at = evaluated
-                else:
-                    f.stock_build_at = evaluated
-        for name, bound in module_bounds.get(f.function, {}).items():
-            given = shape_values.get(name)
-            if given is not None and given > bound:
-                notes.append(
-                    f"{name} = {given} is past its tir_var_upper_bound {bound} in "
-                    f"{f.function}: such a call raises an error (the plan is sized at the bound)"
-                )
+        f.plan_at = _evaluated(f.plan, values_of(f.function))
+        f.stock_build_at = _evaluated(f.stock_build, values_of(f.function))
 
     kernel_sizes = _kernel_sizes(report.kernels)
     for k in report.kernels:
@@ -333,10 +357,10 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
         per_build = {}
         for build in BUILDS:
             if build == "memplan":
-                vm = _applied_size(f.plan)
+                vm = _vm(f.plan, f.plan_at, stock=False)
                 called = _relax_calls(relax.memplan_input, f.function) if relax else set()
             else:
-                vm = None if f.stock_build is None else f.stock_build.stock_size
+                vm = _vm(f.stock_build, f.stock_build_at, stock=True)
                 called = _relax_calls(relax.stock_input, f.function) if relax else set()
             vm_sizes[build].append(vm)
             called &= kernel_names
@@ -382,7 +406,10 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
         everything = _total([weight_total, _total(vms), all_kernels(build, kernel_names)])
         totals[build] = _needs(parts, everything, kernel_values)
     if report.inplace is not None and relax is not None and relax.none_plans is not None:
-        none = [_at(p.stock_size, values_of(name)) for name, p in sorted(relax.none_plans.items())]
+        none = [
+            _vm(p, _evaluated(p, values_of(name)), stock=True)
+            for name, p in sorted(relax.none_plans.items())
+        ]
         report.inplace.without_inplace = sizes.evaluate(
             vm_peak(none, calls_each_other), kernel_values
         )
