@@ -26,6 +26,7 @@ from .views import (
     placement_totals,
     plan_bytes,
     section_failures,
+    tensor_bytes,
 )
 
 __all__ = ["render_html"]
@@ -252,6 +253,7 @@ def _environment() -> jinja2.Environment:
     env.globals["writers_text"] = writers_text
     env.globals["int"] = int
     env.globals["plan_bytes"] = plan_bytes
+    env.globals["tensor_bytes"] = tensor_bytes
     return env
 
 

@@ -14,6 +14,7 @@ from .views import (
     placement_totals,
     plan_bytes,
     section_failures,
+    tensor_bytes,
 )
 
 __all__ = ["fit_lines", "render_text", "summary_lines"]
@@ -172,7 +173,7 @@ def _relax(report: Report) -> list[str]:
             )
             first = describe(r.writers[0]) if r.writers else f"written by {t.op}"
             inplace = f" (+{len(r.writers) - 1} in place)" if len(r.writers) > 1 else ""
-            rows.append((r.function, str(t.binding), int(t.bytes), first + inplace, where))
+            rows.append((r.function, str(t.binding), tensor_bytes(t), first + inplace, where))
         lines += table(("function", "tensor", "bytes", "what", "memplan"), rows)
         lines += _more(len(tensors), TOP, "tensors")
     return lines

@@ -11,6 +11,7 @@ from .needs import placement_of
 
 __all__ = [
     "Group",
+    "tensor_bytes",
     "at_values",
     "plan_bytes",
     "TensorRow",
@@ -172,9 +173,19 @@ def plan_bytes(f, which: str) -> int | str | None:
         )
     if plan is None:
         return None
-    record = evaluated if evaluated is not None else plan
-    value = int(getattr(record, fields[0]))
-    if value >= 0:
-        return value
+    if evaluated is not None:
+        value = int(getattr(evaluated, fields[0]))
+        return value if value >= 0 else None
     size = getattr(plan, fields[1])
-    return None if size is None else sizes.text(size)
+    if size is not None and sizes.free_vars(size):
+        return sizes.text(size)  # the record's bytes leave the symbolic part out
+    value = int(getattr(plan, fields[0]))
+    return value if value >= 0 else None
+
+
+def tensor_bytes(tensor) -> int | str:
+    """A planned tensor's bytes, or its size as an expression where it has no value."""
+    nbytes = int(tensor.bytes)
+    if nbytes >= 0:
+        return nbytes
+    return sizes.text(tensor.size) if tensor.size is not None else "-"
