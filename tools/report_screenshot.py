@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tvm_memplan.cli import parse_budgets
 from tvm_memplan.report import render_html, run_report
 from tvm_memplan.report.text import fit_lines
 
@@ -26,7 +27,7 @@ def main() -> int:
     if browser is None:
         print("report_screenshot: needs chromium (apt-get install chromium)", file=sys.stderr)
         return 2
-    report = run_report(None, fit="vm=128KiB,stack=1KiB,workspace=64KiB")
+    report = run_report(None, budgets=parse_budgets("vm=128KiB,stack=1KiB,workspace=64KiB"))
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "report.html"
         page.write_text(render_html(report), encoding="utf-8")
@@ -45,7 +46,7 @@ def main() -> int:
             capture_output=True,
         )
     print(f"wrote {args.output}")
-    print("\n".join(fit_lines(report)))
+    print("\n".join(fit_lines(report.fit)))
     return 0
 
 

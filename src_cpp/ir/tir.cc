@@ -177,6 +177,18 @@ std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape,
   return elements * DTypeBytes(dtype);
 }
 
+std::optional<ObjectRef> AllocatedBytesExpr(const Array<ObjectRef>& shape,
+                                            const Array<ObjectRef>& strides, DLDataType dtype) {
+  const DLDataType int64{kDLInt, 64, 1};
+  if (std::optional<int64_t> bytes = AllocatedBytes(shape, strides, dtype)) {
+    return IntConst(int64, *bytes);
+  }
+  if (!strides.empty()) return std::nullopt;
+  ObjectRef bytes = IntConst(int64, DTypeBytes(dtype));
+  for (const ObjectRef& extent : shape) bytes = Mul(bytes, extent);
+  return bytes;
+}
+
 std::optional<int64_t> Buffer::ConstSizeBytes() const {
   return AllocatedBytes(shape(), strides(), dtype());
 }

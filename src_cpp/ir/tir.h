@@ -78,6 +78,13 @@ class Buffer : public NodeView {
 std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape,
                                       const Array<ObjectRef>& strides, DLDataType dtype);
 
+/*!
+ * \brief AllocatedBytes as an int64 expression of the shape's variables (an IntImm when
+ *        static), for sizes that are symbolic; nullopt when a stride is symbolic.
+ */
+std::optional<ObjectRef> AllocatedBytesExpr(const Array<ObjectRef>& shape,
+                                            const Array<ObjectRef>& strides, DLDataType dtype);
+
 /*! \brief tirx.PrimFunc. Params are ir.Vars; buffer params are Buffers. */
 class PrimFunc : public NodeView {
   TVM_MEMPLAN_VIEW(PrimFunc, schema::type::PrimFunc)

@@ -36,6 +36,7 @@ class AllocationCollector : public ScopedVisitor {
     record->dtype = DTypeToString(buffer.dtype());
     record->scope = buffer.scope().empty() ? std::string(scope::kGlobal) : buffer.scope();
     if (std::optional<int64_t> bytes = buffer.ConstSizeBytes()) record->size_bytes = *bytes;
+    record->size = AllocatedBytesExpr(buffer.shape(), buffer.strides(), buffer.dtype());
     record->kind = AllocationKindName(site.kind);
     switch (site.kind) {
       case AllocationSite::Kind::kAllocBuffer:
@@ -112,6 +113,8 @@ void AllocationObj::RegisterReflection() {
       .def_ro("scope", &AllocationObj::scope, "The storage scope (\"global\" for TVM's \"\").")
       .def_ro("size_bytes", &AllocationObj::size_bytes,
               "Bytes the allocation takes (strides counted); None when symbolic.")
+      .def_ro("size", &AllocationObj::size,
+              "Bytes as an int64 expression of the shape variables (an IntImm when static).")
       .def_ro("view_of", &AllocationObj::view_of,
               "For a declaration over another buffer's data: that buffer.")
       .def_ro("block", &AllocationObj::block, "For a block allocation: the block.");

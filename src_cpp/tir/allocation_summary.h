@@ -39,6 +39,8 @@ class AllocationObj : public ffi::Object {
   ffi::String scope;
   /*! \brief ir::AllocatedBytes; None when symbolic. */
   ffi::Optional<int64_t> size_bytes;
+  /*! \brief The same as an int64 expression of the shape variables (IntImm when static). */
+  ffi::Optional<ffi::ObjectRef> size;
   /*! \brief For a DeclBuffer over `B.data`: B's name. */
   ffi::Optional<ffi::String> view_of;
   /*! \brief For a block allocation: the block's name. */

@@ -562,6 +562,13 @@ ObjectRef ToRecord(const CompactedRegion& r) {
   if (std::optional<int64_t> bytes = AllocatedBytes(r.shape, r.strides, buffer.dtype())) {
     out->compacted_bytes = *bytes;
   }
+  if (std::optional<ObjectRef> size =
+          AllocatedBytesExpr(buffer.shape(), buffer.strides(), buffer.dtype())) {
+    out->original_size = *size;
+  }
+  if (std::optional<ObjectRef> size = AllocatedBytesExpr(r.shape, r.strides, buffer.dtype())) {
+    out->compacted_size = *size;
+  }
   return ObjectRef(out);
 }
 
@@ -582,8 +589,11 @@ void CompactedRegionRecordObj::RegisterReflection() {
       .def_ro("notes", &R::notes, "Dimensions kept at their extent although others compact.")
       .def_ro("original_bytes", &R::original_bytes,
               "Bytes as allocated (ir::AllocatedBytes); None when symbolic.")
-      .def_ro("compacted_bytes", &R::compacted_bytes,
-              "Bytes after compaction; None when symbolic.");
+      .def_ro("compacted_bytes", &R::compacted_bytes, "Bytes after compaction; None when symbolic.")
+      .def_ro("original_size", &R::original_size,
+              "Bytes as allocated, as an int64 expression of the shape variables.")
+      .def_ro("compacted_size", &R::compacted_size,
+              "Bytes after compaction, as an int64 expression of the shape variables.");
 }
 
 std::vector<CompactedRegion> AnalyzeCompaction(const PrimFunc& func,

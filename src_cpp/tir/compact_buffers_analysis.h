@@ -106,6 +106,9 @@ class CompactedRegionRecordObj : public ffi::Object {
   /*! \brief ir::AllocatedBytes before and after; None when symbolic. */
   ffi::Optional<int64_t> original_bytes;
   ffi::Optional<int64_t> compacted_bytes;
+  /*! \brief The same as int64 expressions of the shape variables (IntImm when static). */
+  ffi::Optional<ffi::ObjectRef> original_size;
+  ffi::Optional<ffi::ObjectRef> compacted_size;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.CompactedRegion", CompactedRegionRecordObj,

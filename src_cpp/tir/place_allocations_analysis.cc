@@ -290,6 +290,10 @@ ObjectRef ToRecord(const std::string& function, const AllocationDecision& d) {
   out->dtype = DTypeToString(d.buffer.dtype());
   out->shape = IntsWhereConstant(d.buffer.shape());
   if (d.bytes) out->nbytes = *d.bytes;
+  if (std::optional<ObjectRef> size =
+          AllocatedBytesExpr(d.buffer.shape(), d.buffer.strides(), d.buffer.dtype())) {
+    out->size = *size;
+  }
   out->placement = PlacementName(d.placement);
   out->stock_placement = PlacementName(d.stock_placement);
   out->reason = d.reason;
@@ -360,6 +364,8 @@ void AllocationDecisionRecordObj::RegisterReflection() {
       .def_ro("dtype", &R::dtype, "The element type.")
       .def_ro("shape", &R::shape, "Extents: ints, or expressions where symbolic.")
       .def_ro("nbytes", &R::nbytes, "Bytes (ir::AllocatedBytes); None when not constant.")
+      .def_ro("size", &R::size,
+              "Bytes as an int64 expression of the shape variables (an IntImm when static).")
       .def_ro("placement", &R::placement,
               "\"stack\", \"workspace\" (TVMBackendAllocWorkspace), \"unlowered\" "
               "(disable_lower_builtin) or \"stock\" (not host CPU memory: TVM's rule).")

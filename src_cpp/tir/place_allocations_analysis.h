@@ -92,6 +92,7 @@ class AllocationDecisionRecordObj : public ffi::Object {
   ffi::String dtype;
   ffi::Array<ffi::Any> shape;
   ffi::Optional<int64_t> nbytes;
+  ffi::Optional<ffi::ObjectRef> size;
   ffi::String placement;
   ffi::String reason;
   ffi::String stock_placement;

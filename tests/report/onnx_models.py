@@ -105,3 +105,91 @@ def transformer_encoder(batch: int | str = "N", seq: int = 16, dim: int = 32, he
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, seq, dim])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, seq, dim])
     return _model(nodes, [x], [y], inits, "transformer_encoder")
+
+
+def torch_transformer_encoder(layers: int = 2, seq: int = 16, dim: int = 64, heads: int = 4):
+    """What ``torch.onnx.export`` (opset 17) makes of ``torch.nn.TransformerEncoder`` with
+    ``batch_first=True``, built node by node with torch's node names: self-attention with one
+    packed in-projection whose q, k and v are picked with Gather of a scalar index (TVM's ONNX
+    frontend turns each into ``R.add(R.const(i), R.take(shape, 0))``, on which TVM 0.27's
+    DataflowUseInplaceCalls raises "In-place index 0 is out of range"), post-norm LayerNorm
+    and a ReLU feed-forward, each with a residual add."""
+    rng = np.random.default_rng(2)
+    head_dim, ffn = dim // heads, 2 * dim
+    inits, nodes = [], []
+
+    def const(name, value, dtype=np.int64):
+        inits.append(numpy_helper.from_array(np.array(value, dtype=dtype), name))
+        return name
+
+    def node(op, name, inputs, **attrs):
+        output = f"{name}_output_0"
+        nodes.append(helper.make_node(op, inputs, [output], name=name, **attrs))
+        return output
+
+    x = node("Transpose", "/Transpose_in", ["x"], perm=[1, 0, 2])  # (seq, 1, dim)
+    for i in range(layers):
+        p = f"/layers.{i}"
+        inits += [
+            _init(rng, f"layers.{i}.in_proj_weight_t", (dim, 3 * dim)),
+            _init(rng, f"layers.{i}.self_attn.in_proj_bias", (3 * dim,)),
+            _init(rng, f"layers.{i}.out_proj_weight_t", (dim, dim)),
+            _init(rng, f"layers.{i}.self_attn.out_proj.bias", (dim,)),
+            _init(rng, f"layers.{i}.norm1.weight", (dim,)),
+            _init(rng, f"layers.{i}.norm1.bias", (dim,)),
+            _init(rng, f"layers.{i}.linear1_weight_t", (dim, ffn)),
+            _init(rng, f"layers.{i}.linear1.bias", (ffn,)),
+            _init(rng, f"layers.{i}.linear2_weight_t", (ffn, dim)),
+            _init(rng, f"layers.{i}.linear2.bias", (dim,)),
+            _init(rng, f"layers.{i}.norm2.weight", (dim,)),
+            _init(rng, f"layers.{i}.norm2.bias", (dim,)),
+        ]
+        a = f"{p}/self_attn"
+        qkv = node("MatMul", f"{a}/MatMul", [x, f"layers.{i}.in_proj_weight_t"])
+        qkv = node("Add", f"{a}/Add", [f"layers.{i}.self_attn.in_proj_bias", qkv])
+        qkv = node("Reshape", f"{a}/Reshape", [qkv, const(f"{a}/shape3", [seq, 1, 3, dim])])
+        qkv = node("Unsqueeze", f"{a}/Unsqueeze", [qkv, const(f"{a}/axes0", [0])])
+        qkv = node("Transpose", f"{a}/Transpose_1", [qkv], perm=[3, 1, 2, 0, 4])
+        qkv = node("Squeeze", f"{a}/Squeeze", [qkv, const(f"{a}/axes3", [3])])  # (3, seq, 1, dim)
+        picked = []
+        for j, suffix in enumerate(("", "_1", "_2")):
+            index = const(f"{a}/index{j}", j)  # a scalar: the frontend's wrap-around check
+            t = node("Gather", f"{a}/Gather{suffix}", [qkv, index], axis=0)  # (seq, 1, dim)
+            t = node(
+                "Reshape", f"{a}/Reshape_h{j}", [t, const(f"{a}/heads{j}", [seq, heads, head_dim])]
+            )
+            picked.append(node("Transpose", f"{a}/Transpose_h{j}", [t], perm=[1, 0, 2]))
+        q, k, v = picked  # (heads, seq, head_dim)
+        kt = node("Transpose", f"{a}/Transpose_k", [k], perm=[0, 2, 1])
+        scores = node("MatMul", f"{a}/MatMul_qk", [q, kt])
+        scale = const(f"{a}/scale", np.sqrt(head_dim), np.float32)
+        scores = node("Div", f"{a}/Div", [scores, scale])
+        attn = node("Softmax", f"{a}/Softmax", [scores], axis=-1)
+        ctx = node("MatMul", f"{a}/MatMul_v", [attn, v])
+        ctx = node("Transpose", f"{a}/Transpose_ctx", [ctx], perm=[1, 0, 2])
+        ctx = node("Reshape", f"{a}/Reshape_ctx", [ctx, const(f"{a}/model", [seq, 1, dim])])
+        out = node("MatMul", f"{a}/MatMul_out", [ctx, f"layers.{i}.out_proj_weight_t"])
+        out = node("Add", f"{a}/Add_out", [out, f"layers.{i}.self_attn.out_proj.bias"])
+        h = node("Add", f"{p}/Add", [x, out])
+        h = node(
+            "LayerNormalization",
+            f"{p}/norm1/LayerNormalization",
+            [h, f"layers.{i}.norm1.weight", f"layers.{i}.norm1.bias"],
+            axis=-1,
+        )
+        f = node("MatMul", f"{p}/linear1/MatMul", [h, f"layers.{i}.linear1_weight_t"])
+        f = node("Add", f"{p}/linear1/Add", [f"layers.{i}.linear1.bias", f])
+        f = node("Relu", f"{p}/Relu", [f])
+        f = node("MatMul", f"{p}/linear2/MatMul", [f, f"layers.{i}.linear2_weight_t"])
+        f = node("Add", f"{p}/linear2/Add", [f"layers.{i}.linear2.bias", f])
+        h = node("Add", f"{p}/Add_1", [h, f])
+        x = node(
+            "LayerNormalization",
+            f"{p}/norm2/LayerNormalization",
+            [h, f"layers.{i}.norm2.weight", f"layers.{i}.norm2.bias"],
+            axis=-1,
+        )
+    nodes.append(helper.make_node("Transpose", [x], ["y"], name="/Transpose_out", perm=[1, 0, 2]))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, dim])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, dim])]
+    return _model(nodes, inputs, outputs, inits, "torch_transformer_encoder")

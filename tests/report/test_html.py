@@ -1,19 +1,20 @@
 """`tvm-memplan report --html`: the page's structure, every figure against the JSON, one
-timeline per Relax function, self-containment, and a render in a real browser."""
+timeline per Relax function, self-containment, and a real browser opening the page and
+hovering a tensor."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import Browser, chromium
 from png import colors
 
-from tvm_memplan.cli import main
+from tvm_memplan.cli import main, parse_budgets
 from tvm_memplan.report import render_html, run_report
 
 TWO_FUNCTIONS = """
@@ -89,7 +90,7 @@ def _resolve(data, path: str):
 def two_functions(tmp_path_factory):
     source = tmp_path_factory.mktemp("html") / "model.py"
     source.write_text(TWO_FUNCTIONS)
-    report = run_report(str(source), fit="vm=16KiB,stack=64K")
+    report = run_report(str(source), budgets=parse_budgets("vm=16KiB,stack=64K"))
     return report, render_html(report)
 
 
@@ -110,50 +111,76 @@ def test_every_figure_is_the_json(case, request):
         assert a["data-value"] == ("" if value is None else str(value)), a["data-figure"]
 
 
+def test_the_summary_leads_the_page_with_both_builds(two_functions):
+    report, html = two_functions
+    page = Page(html)
+    rows = {a["data-row"] for a, _ in page.find("tr") if "data-row" in a}
+    assert rows == {"weights", "vm", "workspace", "stack", "total", "all_allocations"}
+    for build in ("stock", "memplan"):
+        ((cell, _),) = page.find("td", data_figure=f"summary.{build}.total")
+        assert cell["data-value"] == str(getattr(report.summary, build).total)
+
+
 def test_one_timeline_per_relax_function_with_both_plans(two_functions):
     report, html = two_functions
     page = Page(html)
     articles = page.find("article")
-    assert [a["data-function"] for a, _ in articles] == [m.function for m in report.memory]
-    assert [m.function for m in report.memory] == ["first", "second"]
-    for memory in report.memory:
+    assert [a["data-function"] for a, _ in articles] == [f.function for f in report.relax]
+    assert [f.function for f in report.relax] == ["first", "second"]
+    for f in report.relax:
+        plan = f.plan
         inside = [
             (a, enclosing)
             for a, enclosing in page.find("svg")
-            if ("article", {"class": "timeline", "data-function": memory.function}) in enclosing
+            if ("article", {"class": "timeline", "data-function": f.function}) in enclosing
         ]
         assert [a["class"] for a, _ in inside] == ["live", "lane", "lane"]
         assert [a.get("data-plan") for a, _ in inside[1:]] == ["ours", "stock"]
-        drawn = [t for t in memory.tensors if t.bytes > 0]
-        for plan in ("ours", "stock"):
+        # Each lane's total is the plan record's own figure.
+        assert [int(a["data-total"]) for a, _ in inside[1:]] == [
+            int(plan.planned_bytes),
+            int(plan.stock_bytes),
+        ]
+        drawn = [t for t in plan.tensors if t.bytes > 0]
+        for kind in ("ours", "stock"):
             rects = [
                 a
                 for a, enclosing in page.find("rect")
-                if any(tag == "svg" and attrs.get("data-plan") == plan for tag, attrs in enclosing)
-                and ("article", {"class": "timeline", "data-function": memory.function})
-                in enclosing
+                if any(tag == "svg" and attrs.get("data-plan") == kind for tag, attrs in enclosing)
+                and ("article", {"class": "timeline", "data-function": f.function}) in enclosing
             ]
-            assert sorted(r["data-binding"] for r in rects) == sorted(t.binding for t in drawn)
+            assert sorted(r["data-binding"] for r in rects) == sorted(str(t.binding) for t in drawn)
             for r in rects:
                 tensor = next(t for t in drawn if t.binding == r["data-binding"])
                 assert int(r["data-bytes"]) == tensor.bytes
-                storage = tensor.storage if plan == "ours" else tensor.stock_storage
+                storage = tensor.storage if kind == "ours" else tensor.stock_storage
                 assert int(r["data-storage"]) == storage
-                if plan == "ours" and storage >= 0:
-                    base = sum(s.bytes for s in memory.storages[:storage])
+                if kind == "ours" and storage >= 0:
+                    base = sum(int(s.bytes) for s in list(plan.storages)[:storage])
                     assert int(r["data-offset"]) == base + tensor.offset
 
 
 def test_each_rectangle_names_its_tensor(two_functions):
+    """The tooltip names the op that made the tensor, its shape and the kernel writing it."""
     report, html = two_functions
-    tensors = {t.binding: t for m in report.memory for t in m.tensors}
-    rect_titles = [text for enclosing, text in Page(html).titles if enclosing[-1][0] == "rect"]
-    assert rect_titles
-    for text in rect_titles:
-        binding = text.split(" ", 1)[0]
-        t = tensors[binding]
-        shape = "x".join(str(d) for d in t.shape)
-        assert f"written by {t.op}" in text and f"{shape} {t.dtype}, {t.bytes} B" in text
+    page = Page(html)
+    checked = 0
+    for f in report.relax:
+        tensors = {
+            str(t.binding): (t, writers)
+            for t, writers in zip(f.plan.tensors, f.writers, strict=True)
+        }
+        article = ("article", {"class": "timeline", "data-function": f.function})
+        for enclosing, text in page.titles:
+            if enclosing[-1][0] != "rect" or article not in enclosing:
+                continue
+            binding = text.split(":", 1)[0]
+            t, writers = tensors[binding]
+            shape = "x".join(str(d) for d in t.shape)
+            assert f"{shape} {t.dtype}, {t.bytes} B, written by kernel {t.op}" in text
+            assert writers and text.startswith(f"{binding}: {writers[0].op}")
+            checked += 1
+    assert checked == 2 * sum(len(f.plan.tensors) for f in report.relax)
 
 
 def test_the_page_is_self_contained(two_functions):
@@ -164,13 +191,12 @@ def test_the_page_is_self_contained(two_functions):
     assert html.count("http") == html.count('xmlns="http://www.w3.org/2000/svg"')
 
 
-def test_long_tables_are_collapsed_and_largest_first(two_functions):
+def test_tensor_tables_are_largest_first(two_functions):
     report, html = two_functions
-    assert "<details" in html and "largest first" in html
-    for memory in report.memory:
-        article = f'<article class="timeline" data-function="{memory.function}">'
-        table = html.split(article, 1)[1].split("</details>", 1)[0]
-        rows = table.split("<summary>Tensors", 1)[1].split("<tr>")[2:]
+    for f in report.relax:
+        article = f'<article class="timeline" data-function="{f.function}">'
+        section = html.split(article, 1)[1].split("</article>", 1)[0]
+        rows = section.split('<table class="tensors">', 1)[1].split("<tr>")[2:]
         sizes = [int(row.split('class="num">', 1)[1].split("<", 1)[0]) for row in rows]
         assert sizes == sorted(sizes, reverse=True)
 
@@ -179,12 +205,13 @@ def test_the_fit_check_is_on_the_page(two_functions):
     report, html = two_functions
     assert report.fit is not None and not report.fit.fits
     assert 'id="fit"' in html and "does not fit" in html
+    assert "could still shrink it" in html
 
 
 def test_html_is_written_next_to_the_text(tmp_path, capsys):
     out = tmp_path / "report.html"
     assert main(["report", "--html", str(out)]) == 0
-    assert "Totals" in capsys.readouterr().out
+    assert "Memory to run the model" in capsys.readouterr().out
     assert out.read_text().startswith("<!DOCTYPE html>")
 
 
@@ -194,19 +221,20 @@ def test_an_unwritable_html_path_is_one_line(tmp_path, capsys):
     assert len(err) == 1 and "cannot write" in err[0]
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def test_the_page_renders_in_a_real_browser(two_functions, tmp_path):
-    """Headless Chromium (Debian's package) draws the page: the screenshot is not blank. CI
-    (.ci/run) installs the browser and sets TVM_MEMPLAN_REQUIRE_BROWSER, so there this cannot
-    be skipped."""
-    browser = _chromium()
+def _require_chromium() -> str:
+    """Debian's chromium. CI (.ci/run) installs it and sets TVM_MEMPLAN_REQUIRE_BROWSER, so
+    there the browser tests cannot be skipped."""
+    browser = chromium()
     if browser is None:
         if os.environ.get("TVM_MEMPLAN_REQUIRE_BROWSER"):
             pytest.fail("chromium is not installed (apt-get install chromium)")
         pytest.skip("chromium is not installed (apt-get install chromium); CI requires it")
+    return browser
+
+
+def test_the_page_renders_in_a_real_browser(two_functions, tmp_path):
+    """Headless Chromium draws the page: the screenshot is not blank."""
+    browser = _require_chromium()
     _, html = two_functions
     page = tmp_path / "report.html"
     page.write_text(html)
@@ -228,3 +256,36 @@ def test_the_page_renders_in_a_real_browser(two_functions, tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert colors(Path(shot).read_bytes()) > 30
+
+
+def test_a_browser_shows_the_summary_first_and_hovers_a_tensor(two_functions, tmp_path):
+    """Chromium opens the page: the first heading is the memory to run the model with the
+    total of each build as the summary says; moving the mouse over a timeline rectangle hovers
+    that tensor, whose tooltip names it."""
+    report, html = two_functions
+    page = tmp_path / "report.html"
+    page.write_text(html)
+    with Browser(_require_chromium()) as b:
+        b.open(page.as_uri())
+        first = b.evaluate("document.querySelector('h2').textContent")
+        assert first == "Memory to run the model: the stock TVM build and the memplan build"
+        totals = b.evaluate(
+            "[...document.querySelectorAll('tr[data-row=total] td[data-figure]')]"
+            ".map(td => td.textContent.trim())"
+        )
+        stock, memplan = report.summary.stock.total, report.summary.memplan.total
+        assert totals[0].startswith(str(stock)) and totals[1].startswith(str(memplan))
+        b.evaluate("document.querySelector('svg.lane[data-plan=ours]').scrollIntoView()")
+        x, y = b.evaluate(
+            "(() => { const r = document.querySelector('svg.lane[data-plan=ours] rect')"
+            ".getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+        )
+        b.hover(x, y)
+        hovered = b.evaluate(
+            "(() => { const h = [...document.querySelectorAll('rect:hover')];"
+            " return h.map(r => [r.dataset.binding, r.querySelector('title').textContent,"
+            " getComputedStyle(r).strokeWidth]); })()"
+        )
+    assert len(hovered) == 1
+    binding, title, stroke = hovered[0]
+    assert title.startswith(f"{binding}: ") and stroke == "1.5px"

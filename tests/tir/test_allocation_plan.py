@@ -273,10 +273,12 @@ def test_records_carry_shape_dtype_and_reason():
         "dtype": "uint8",
         "shape": [8],
         "nbytes": 8,
+        "size": d.size,
         "placement": "stack",
         "reason": "8 bytes <= max_stack_alloca 1024 (target-kind attribute max_stack_alloca)",
         "stock_placement": "workspace",
     }
+    assert int(d.size.value) == 8  # the same bytes, as an expression
 
 
 @pytest.mark.parametrize(

@@ -40,9 +40,11 @@ def test_block_allocation():
         "dtype": "float32",
         "scope": "local",
         "size_bytes": 1024,
+        "size": record.size,
         "view_of": None,
         "block": "row",
     }
+    assert int(record.size.value) == 1024  # the same bytes, as an expression
 
 
 def test_lowered_allocation_and_views():

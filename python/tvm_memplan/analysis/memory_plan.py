@@ -57,12 +57,13 @@ class FunctionMemoryPlan(tvm_ffi.Object):
 
     def live_bytes(self) -> list[int]:
         """Bytes of static-size tensors live at each program point, every tensor from its
-        allocation to its last read. Tensors the planner may not share (function results,
-        escaping tensors) add their bytes to ``peak_live_bytes`` as a whole, so the maximum of
-        this curve can be below the bound."""
+        allocation to its last read (in a plan from ``memory_plan_at``, every tensor with a
+        size at its values). Tensors the planner may not share (function results, escaping
+        tensors) add their bytes to ``peak_live_bytes`` as a whole, so the maximum of this
+        curve can be below the bound."""
         live = [0] * self.num_points
         for tensor in self.tensors:
-            if tensor.bytes < 0 or _symbolic(tensor):
+            if tensor.bytes < 0 or (_symbolic(tensor) and not self.shape_values):
                 continue
             for point in range(tensor.first, tensor.last + 1):
                 live[point] += tensor.bytes

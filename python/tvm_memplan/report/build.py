@@ -1,11 +1,15 @@
 """Building the report: what each memory pass does to a model, next to what the stock TVM pass
-does to the same IR.
+does, and the memory the stock and the memplan builds need to run it.
 
-The module is compiled once with the ``"memplan"`` pipelines while an instrument records what
-our compaction and our placement tagging receive; both our pass and the stock pass (or rule)
-are then judged on exactly that IR. The Relax functions are judged before legalization, where
-the in-place passes run, and where our planner runs in the memplan pipeline (after our in-place
-pass). The result is a ``model.Report``, which every renderer reads.
+The Relax functions are judged before legalization, where the in-place passes run, and where
+the planners run (after the in-place pass of each build). The TIR is judged where each pass
+receives it: the memplan build is compiled once with the ``"memplan"`` pipelines while an
+instrument records what our compaction and our placement tagging receive, the stock build up to
+TVM's StorageRewrite (where placement is decided in the memplan build).
+
+Every pass runs on its own: when one raises, the report records a ``Failure`` for its rows and
+goes on with the rest (a stock build without TVM's failing in-place pass, the TIR of the memplan
+build without ours, ...). The result is a ``model.Report``, which every renderer reads.
 """
 
 from __future__ import annotations
@@ -13,30 +17,35 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import tvm
+import tvm_ffi
 
 from .. import analysis, pipeline, transform
-from ..instrument import capture
-from .load import ReportError, one_line
+from . import needs, origins
+from .load import LoadedModel, ReportError, one_line
 from .model import (
-    CompactedBuffer,
-    Compaction,
-    FunctionMemory,
-    FunctionSummary,
+    Buffer,
+    Failure,
     Inplace,
-    InplaceBinding,
-    PlacedAllocation,
-    Placement,
+    Kernel,
+    RelaxFunction,
     Report,
-    StorageRecord,
-    TensorRecord,
 )
+from .needs import placement_of
 
-__all__ = ["build_report"]
+__all__ = ["build_report", "stage"]
 
 _OUR_COMPACTION = "tvm_memplan.CompactBufferAllocation"
 _OUR_PLACEMENT = "tvm_memplan.TagAllocationPlacement"
+# Where placement is decided in the memplan build: our tagging runs right before it.
+_STOCK_PLACEMENT_POINT = "tirx.StorageRewrite"
+# The last of our passes in the memplan build (host finalization): after it, code generation.
+_OUR_LAST_PASS = "tvm_memplan.LowerTVMBuiltin"
+
+OURS = "tvm-memplan's"
+TVMS = "TVM's"
 
 
 @contextmanager
@@ -59,6 +68,83 @@ def stage(name: str, progress: Callable[[str], None] | None) -> Iterator[None]:
             timer.cancel()
 
 
+class _Stages:
+    """Runs the passes of the report one at a time; a pass that raises becomes a Failure."""
+
+    def __init__(self, progress: Callable[[str], None] | None):
+        self.progress = progress
+        self.failures: list[Failure] = []
+
+    def run(self, key: str, what: str, fn: Callable[[], Any]) -> Any:
+        """``fn()``, or None after recording that ``what`` fails."""
+        timer = None
+        if self.progress is not None:
+            timer = threading.Timer(1.0, self.progress, args=(f"{what}...",))
+            timer.daemon = True
+            timer.start()
+        try:
+            return fn()
+        except Exception as err:  # a pass failing on this model is a finding, not an error
+            self.failed(key, what, one_line(err))
+            return None
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    def failed(self, key: str, what: str, error: str) -> None:
+        self.failures.append(Failure(key, what, error))
+
+    def failure(self, key: str) -> Failure | None:
+        return next((f for f in self.failures if f.stage == key), None)
+
+
+class _CapturedEnoughError(Exception):
+    """Raised by the instrument once it has what it needs, to end a compilation early."""
+
+
+def _compile_capturing(
+    run: Callable[[], object],
+    names: list[str],
+    *,
+    stop_before: str | None = None,
+    stop_after: str | None = None,
+) -> tuple[dict[str, tvm.IRModule], str | None, str | None]:
+    """Run a compilation recording the module each pass in ``names`` receives, and end it
+    before the pass ``stop_before`` or after the pass ``stop_after`` (what follows, code
+    generation above all, is no memory pass). Returns the modules, and when the compilation
+    raised, the innermost pass running then and the error (both None otherwise)."""
+    captured: dict[str, tvm.IRModule] = {}
+    running: list[str] = []
+    stopped = False
+
+    @tvm.instrument.pass_instrument
+    class Capture:
+        def run_before_pass(self, mod, info):
+            nonlocal stopped
+            if info.name in names:
+                captured[info.name] = mod
+            if info.name == stop_before:
+                stopped = True
+                raise _CapturedEnoughError()
+            running.append(info.name)
+
+        def run_after_pass(self, mod, info):
+            nonlocal stopped
+            if running and running[-1] == info.name:
+                running.pop()
+            if info.name == stop_after:
+                stopped = True
+                raise _CapturedEnoughError()
+
+    try:
+        with tvm.transform.PassContext(instruments=[Capture()]):
+            run()
+    except Exception as err:
+        if not stopped:
+            return captured, (running[-1] if running else None), one_line(err)
+    return captured, None, None
+
+
 def _relax_functions(mod: tvm.IRModule) -> dict[str, tvm.relax.Function]:
     return {
         gv.name_hint: f
@@ -67,19 +153,17 @@ def _relax_functions(mod: tvm.IRModule) -> dict[str, tvm.relax.Function]:
     }
 
 
+def _prim_funcs(mod: tvm.IRModule) -> dict[str, tvm.tirx.PrimFunc]:
+    return {
+        gv.name_hint: f
+        for gv, f in sorted(mod.functions.items(), key=lambda item: item[0].name_hint)
+        if isinstance(f, tvm.tirx.PrimFunc)
+    }
+
+
 def _calls_relax_functions(mod: tvm.IRModule) -> bool:
     """Whether a Relax function calls another Relax function of the module."""
-    relax_globals = {gv for gv, f in mod.functions.items() if isinstance(f, tvm.relax.Function)}
-    found = False
-
-    def visit(node):
-        nonlocal found
-        if isinstance(node, tvm.relax.Call) and node.op in relax_globals:
-            found = True
-
-    for func in _relax_functions(mod).values():
-        tvm.relax.analysis.post_order_visit(func, visit)
-    return found
+    return any(needs.calls_other_relax(mod, name) for name in _relax_functions(mod))
 
 
 def _count_inplace_calls(mod: tvm.IRModule) -> int:
@@ -100,235 +184,319 @@ def _count_inplace_calls(mod: tvm.IRModule) -> int:
 # ---- Relax: in-place calls and memory plans ----------------------------------------------------
 
 
-def _storages(records) -> list[StorageRecord]:
-    return [StorageRecord(int(s.bytes), str(s.size), int(s.device), str(s.scope)) for s in records]
+class _RelaxBuilds:
+    """The Relax side of both builds: in-place passes, the planner's input, the plans."""
 
-
-def _function_memory(plan, stock_build: int | None) -> FunctionMemory:
-    tensors = [
-        TensorRecord(
-            binding=str(t.binding),
-            op=str(t.op),
-            shape=_json_shape(t.shape),
-            dtype=str(t.dtype),
-            bytes=int(t.bytes),
-            first=int(t.first),
-            last=int(t.last),
-            storage=int(t.storage),
-            offset=int(t.offset),
-            stock_storage=int(t.stock_storage),
-            reason=str(t.reason),
+    def __init__(self, mod: tvm.IRModule, target: tvm.target.Target, stages: _Stages):
+        self.mod, self.target, self.stages = mod, target, stages
+        self.notes: list[str] = []
+        ran = stages.run(
+            "inplace.memplan",
+            f"{OURS} DataflowUseInplaceCalls",
+            lambda: transform.use_inplace_calls(mod, planner="memplan"),
         )
-        for t in plan.tensors
-    ]
-    return FunctionMemory(
-        function=str(plan.function),
-        planner=str(plan.planner),
-        reason=str(plan.reason),
-        num_points=int(plan.num_points),
-        bound_bytes=int(plan.peak_live_bytes),
-        stock_bytes=None if plan.stock_bytes < 0 else int(plan.stock_bytes),
-        ours_bytes=int(plan.applied_bytes),
-        stock_build_bytes=stock_build,
-        tensors=tensors,
-        storages=_storages(plan.storages),
-        stock_storages=_storages(plan.stock_storages),
-        live_bytes=[int(b) for b in plan.live_bytes()],
-    )
-
-
-def _relax_sections(
-    mod: tvm.IRModule, target: tvm.target.Target
-) -> tuple[Inplace, list[FunctionMemory]]:
-    """In-place conversions and planned VM storage: no in-place pass and TVM's planner / TVM's
-    in-place pass and planner / ours (as the memplan pipeline runs them), and our plan per
-    function."""
-    notes = []
-    ours, stats = transform.use_inplace_calls(mod, planner="memplan")
-    stock = None
-    if _calls_relax_functions(mod):
-        # TVM 0.27's pass can recurse without end (and kill the process) on such calls.
-        notes.append(
-            "the stock DataflowUseInplaceCalls is not run: this module calls Relax functions "
-            "from Relax functions, on which it can recurse without end"
+        self.ours_mod, self.ours_stats = ran if ran is not None else (None, None)
+        self.stock_mod = None
+        if _calls_relax_functions(mod):
+            # TVM 0.27's pass can recurse without end (and kill the process) on such calls.
+            self.notes.append(
+                f"{TVMS} DataflowUseInplaceCalls is not run: this module calls Relax functions "
+                "from Relax functions, on which it can recurse without end"
+            )
+        else:
+            self.stock_mod = stages.run(
+                "inplace.stock",
+                f"{TVMS} DataflowUseInplaceCalls",
+                lambda: tvm.relax.transform.DataflowUseInplaceCalls()(mod),
+            )
+            if self.stock_mod is None:
+                self.notes.append(
+                    "the stock build is planned without an in-place pass "
+                    f"({TVMS} DataflowUseInplaceCalls fails on this model)"
+                )
+        # The IR each planner receives in each build.
+        self.memplan_input = self._planner_input("memplan", self.ours_mod or mod)
+        self.stock_input = self._planner_input("stock", self.stock_mod or mod)
+        self.ours_plans = self._plans(
+            "plan.memplan", f"{OURS} StaticPlanBlockMemory", self.memplan_input
         )
-    else:
-        stock = tvm.relax.transform.DataflowUseInplaceCalls()(mod)
-    already = _count_inplace_calls(mod)
-    ours_plans = analysis.memory_plan(ours, target)
-    # The stock build: TVM's in-place pass (if it can run) and TVM's planner.
-    stock_build = {
-        str(p.function): (None if p.stock_bytes < 0 else int(p.stock_bytes))
-        for p in analysis.memory_plan(stock if stock is not None else mod, target)
-    }
-    memory = [_function_memory(p, stock_build.get(str(p.function))) for p in ours_plans]
-    symbolic = any(p.symbolic_allocations or p.stock_bytes < 0 for p in ours_plans)
-    stock_total = None if stock is None else _sum(stock_build.values())
-    planned = {
-        "none": analysis.planned_storage(mod, target).total_bytes,
-        "stock": stock_total,
-        "ours": None if symbolic else sum(m.ours_bytes for m in memory),
-        "bound": None if symbolic else sum(m.bound_bytes for m in memory),
-    }
-    bindings = [
-        InplaceBinding(
-            function=name,
-            binding=c.binding,
-            op=c.op,
-            inplace=c.inplace,
-            arg=c.arg,
-            reason=c.reason,
+        self.stock_plans = self._plans(
+            "plan.stock", f"{TVMS} StaticPlanBlockMemory", self.stock_input
         )
-        for name, func in _relax_functions(mod).items()
-        for c in analysis.inplace_candidates(func, mod, planner="memplan")
-    ]
-    conversions = {
-        "stock": None if stock is None else _count_inplace_calls(stock) - already,
-        "ours": stats.rewritten,
-    }
-    return Inplace(conversions, planned, bindings, notes), memory
+        self.none_plans = None
+        if self.stock_mod is not None or self.ours_mod is not None:
+            none_input = self._planner_input("none", mod)
+            self.none_plans = self._plans(
+                "plan.none", f"{TVMS} StaticPlanBlockMemory", none_input, quiet=True
+            )
+
+    def _planner_input(self, build: str, mod: tvm.IRModule | None) -> tvm.IRModule | None:
+        if mod is None:
+            return None
+        return self.stages.run(
+            f"pipeline.{build}",
+            f"{TVMS} Relax pipeline up to the memory planner",
+            lambda: analysis.planner_input(mod, self.target),
+        )
+
+    def _plans(self, key: str, what: str, mod, *, quiet: bool = False) -> dict[str, Any] | None:
+        if mod is None:
+            return None
+        plans = self.stages.run(
+            key, what, lambda: analysis.memory_plan(mod, self.target, pipeline=None)
+        )
+        return None if plans is None else {str(p.function): p for p in plans}
+
+    def functions(self, bindings: dict[str, dict[str, origins.Origin]]) -> list[RelaxFunction]:
+        result = []
+        for name in _relax_functions(self.mod):
+            plan = (self.ours_plans or {}).get(name)
+            writers = []
+            if plan is not None and self.memplan_input is not None:
+                aliases = origins.tensor_writers(self.memplan_input[name])
+                known = bindings.get(name, {})
+                writers = [
+                    [known[w] for w in aliases.get(str(t.binding), []) if w in known]
+                    for t in plan.tensors
+                ]
+            stock = (self.stock_plans or {}).get(name)
+            result.append(RelaxFunction(name, plan, stock, writers))
+        return result
+
+    def inplace(self) -> Inplace:
+        already = _count_inplace_calls(self.mod)
+        conversions = {
+            "stock": None
+            if self.stock_mod is None
+            else _count_inplace_calls(self.stock_mod) - already,
+            "memplan": None if self.ours_stats is None else int(self.ours_stats.rewritten),
+        }
+        candidates = {}
+        if self.ours_mod is not None:
+            for name, func in _relax_functions(self.mod).items():
+                found = self.stages.run(
+                    "inplace.memplan",
+                    f"{OURS} DataflowUseInplaceCalls",
+                    lambda func=func: analysis.inplace_candidates(
+                        func, self.mod, planner="memplan"
+                    ),
+                )
+                candidates[name] = [] if found is None else found
+        return Inplace(conversions, candidates, None, self.notes)
 
 
 # ---- TIR: compaction and placement -------------------------------------------------------------
 
 
-def _allocated(mod: tvm.IRModule) -> dict[tuple[str, str], int | None]:
-    """(function, buffer) -> bytes, for every buffer a module's PrimFuncs allocate."""
-    return {
-        (a.function or "", a.name): a.size_bytes
-        for a in analysis.allocation_summary(mod)
-        if a.allocates
-    }
+def _kernel_calls(func: tvm.tirx.PrimFunc, kernels: set[str]) -> list[str]:
+    """The PrimFuncs of the module ``func`` calls."""
+    called: set[str] = set()
+
+    def visit(gv):
+        if gv.name_hint in kernels:
+            called.add(gv.name_hint)
+
+    tvm_ffi.structural_walk(func.body, [(tvm.ir.GlobalVar, visit)])
+    return sorted(called)
 
 
-def _json_shape(shape: tuple) -> list:
-    return [dim if isinstance(dim, int) else str(dim) for dim in shape]
+def _stock_compacted(stock: tvm.IRModule, name: str, regions) -> list:
+    """Each buffer after TVM's pass (an ``analysis.Allocation``), matched by position: the pass
+    keeps every allocation where it is. When the allocations do not line up (their names in
+    order), None for each."""
+    if name not in {gv.name_hint for gv in stock.functions}:
+        return [None] * len(regions)
+    after = [a for a in analysis.allocation_summary(stock[name]) if a.allocates]
+    if [a.name for a in after] != [str(r.name) for r in regions]:
+        return [None] * len(regions)
+    return after
 
 
-def _sum(values) -> int | None:
-    values = list(values)
-    return None if None in values else sum(values)
+def _kernels(
+    memplan: dict[str, tvm.IRModule],
+    stock_seen: dict[str, tvm.IRModule],
+    stages: _Stages,
+    writers: dict[str, list[origins.Origin]],
+    target: tvm.target.Target,
+) -> list[Kernel]:
+    """Per PrimFunc: its buffers as our compaction receives them (ours and TVM's pass on them),
+    and each build's placement."""
+    kernels: dict[str, Kernel] = {}
 
+    def kernel(name: str) -> Kernel:
+        if name not in kernels:
+            found = writers.get(name, [])
+            kernels[name] = Kernel(name, found[0].kind if found else "", found)
+        return kernels[name]
 
-def _compaction_section(before: tvm.IRModule) -> Compaction:
-    """Per allocated buffer: bytes as scheduled, after the stock pass, after ours."""
-    stock = _allocated(tvm.s_tir.transform.CompactBufferAllocation()(before))
-    buffers = []
-    for gv, func in sorted(before.functions.items(), key=lambda item: item[0].name_hint):
-        if not isinstance(func, tvm.tirx.PrimFunc):
-            continue
-        for region in analysis.compacted_regions(func):
-            buffers.append(
-                CompactedBuffer(
-                    function=gv.name_hint,
-                    buffer=region.name,
-                    dtype=region.dtype,
-                    shape=_json_shape(region.original_shape),
-                    compacted_shape=_json_shape(region.shape),
-                    original_bytes=region.original_bytes,
-                    stock_bytes=stock.get((gv.name_hint, region.name)),
-                    ours_bytes=region.compacted_bytes,
-                    reason=region.reason,
+    compacting = memplan.get(_OUR_COMPACTION)
+    if compacting is not None:
+        stock = stages.run(
+            "compaction.stock",
+            f"{TVMS} CompactBufferAllocation",
+            lambda: tvm.s_tir.transform.CompactBufferAllocation()(compacting),
+        )
+        for name, func in _prim_funcs(compacting).items():
+            regions = stages.run(
+                "compaction.memplan",
+                f"{OURS} CompactBufferAllocation",
+                lambda func=func: analysis.compacted_regions(func),
+            )
+            if not regions:
+                continue
+            after = (
+                [None] * len(regions) if stock is None else _stock_compacted(stock, name, regions)
+            )
+            kernel(name).buffers = [
+                Buffer(i, r, None if a is None else a.size_bytes, None if a is None else a.size)
+                for i, (r, a) in enumerate(zip(regions, after, strict=True))
+            ]
+
+    def place(build: str, mod: tvm.IRModule) -> list:
+        owner = OURS if build == "memplan" else TVMS
+        plan = stages.run(
+            f"placement.{build}",
+            f"{owner} LowerTVMBuiltin",
+            lambda: analysis.allocation_plan(mod),
+        )
+        for d in plan or []:
+            k = kernel(str(d.function))
+            (k.placement if build == "memplan" else k.stock_placement).append(d)
+        return plan or []
+
+    placing = memplan.get(_OUR_PLACEMENT)
+    if placing is not None:
+        plan = place("memplan", placing)
+        if plan:
+            # What a larger limit could move to the stack: the same decisions without one.
+            unlimited = stages.run(
+                "placement.memplan",
+                f"{OURS} LowerTVMBuiltin",
+                lambda: _without_stack_limit(placing),
+            )
+            for d, u in zip(plan, unlimited or [], strict=False):
+                kernel(str(d.function)).stack_eligible.append(
+                    placement_of(d, "memplan") == "workspace"
+                    and placement_of(u, "memplan") == "stack"
                 )
-            )
-    totals = {
-        f"{column}_bytes": _sum(getattr(b, f"{column}_bytes") for b in buffers)
-        for column in ("original", "stock", "ours")
+        names = set(_prim_funcs(placing))
+        for name, func in _prim_funcs(placing).items():
+            calls = _kernel_calls(func, names - {name})
+            if calls:
+                kernel(name).calls = calls
+    stock_placing = stock_seen.get(_STOCK_PLACEMENT_POINT)
+    if stock_placing is not None:
+        place("stock", stock_placing)
+    # Which builds have each kernel (in-place kernels exist in one build only).
+    present = {
+        "memplan": set(_prim_funcs(placing)) if placing is not None else set(),
+        "stock": set(_prim_funcs(stock_placing)) if stock_placing is not None else set(),
     }
-    return Compaction(buffers, totals)
+    for k in kernels.values():
+        k.builds = [b for b in ("stock", "memplan") if k.name in present[b]]
+    return list(kernels.values())
 
 
-def _placement_section(before: tvm.IRModule) -> Placement:
-    """Per allocation of host code: where TVM's rule puts it and where ours does, and why."""
-    allocations = [
-        PlacedAllocation(
-            function=d.function,
-            buffer=d.name,
-            scope=d.scope,
-            bytes=d.nbytes,
-            stock=d.stock_placement,
-            ours=d.placement,
-            reason=d.reason,
+def _without_stack_limit(mod: tvm.IRModule) -> list:
+    config = {"tvm_memplan.max_stack_alloca": _NO_LIMIT}
+    with tvm.transform.PassContext(config=config):
+        return analysis.allocation_plan(mod)
+
+
+_NO_LIMIT = 1 << 40
+
+
+def _compile_tir(
+    mod: tvm.IRModule,
+    relax: _RelaxBuilds | None,
+    target: tvm.target.Target,
+    stages: _Stages,
+    progress,
+) -> tuple[dict[str, tvm.IRModule], dict[str, tvm.IRModule]]:
+    """What the TIR passes receive in each build."""
+    timer = None
+    if progress is not None:
+        timer = threading.Timer(1.0, progress, args=('compiling with the "memplan" pipelines...',))
+        timer.daemon = True
+        timer.start()
+    try:
+        if relax is not None and relax.ours_mod is None:
+            # Our in-place pass fails: the memplan TIR pipeline on the module without it.
+            run = lambda: tvm.compile(mod, target=target, tir_pipeline=pipeline.PIPELINE_NAME)  # noqa: E731
+        else:
+            run = lambda: pipeline.compile(mod, target=target)  # noqa: E731
+        memplan, failing, error = _compile_capturing(
+            run, [_OUR_COMPACTION, _OUR_PLACEMENT], stop_after=_OUR_LAST_PASS
         )
-        for d in analysis.allocation_plan(before)
-    ]
-    totals = {}
-    for side in ("stock", "ours"):
-        for placement in ("stack", "workspace"):
-            chosen = [a for a in allocations if getattr(a, side) == placement]
-            totals[f"{side}_{placement}"] = {
-                "count": len(chosen),
-                "bytes": _sum(a.bytes for a in chosen),
-            }
-    return Placement(allocations, totals)
-
-
-def _summary(
-    compaction: Compaction, placement: Placement, memory: list[FunctionMemory]
-) -> list[FunctionSummary]:
-    """One line per function: stock build against memplan build."""
-    rows = [
-        FunctionSummary(
-            function=m.function,
-            kind="relax",
-            vm_stock=m.stock_build_bytes,
-            vm_ours=m.ours_bytes,
-            vm_bound=m.bound_bytes,
-        )
-        for m in memory
-    ]
-    functions = sorted(
-        {b.function for b in compaction.buffers} | {a.function for a in placement.allocations}
-    )
-    for name in functions:
-        buffers = [b for b in compaction.buffers if b.function == name]
-        placed = [a for a in placement.allocations if a.function == name]
-
-        def placed_bytes(side: str, where: str, placed=placed) -> int | None:
-            return _sum(a.bytes for a in placed if getattr(a, side) == where)
-
-        rows.append(
-            FunctionSummary(
-                function=name,
-                kind="tir",
-                compacted_stock=_sum(b.stock_bytes for b in buffers),
-                compacted_ours=_sum(b.ours_bytes for b in buffers),
-                stack_stock=placed_bytes("stock", "stack"),
-                stack_ours=placed_bytes("ours", "stack"),
-                workspace_stock=placed_bytes("stock", "workspace"),
-                workspace_ours=placed_bytes("ours", "workspace"),
+        if error is not None:
+            owner = OURS if failing and failing.startswith("tvm_memplan") else TVMS
+            stages.failed(
+                "compile.memplan",
+                f"{owner} {_pass_title(failing)} (in the memplan build)",
+                error,
             )
+        stock_input = mod if relax is None else (relax.stock_mod or mod)
+        stock, failing, error = _compile_capturing(
+            lambda: tvm.compile(stock_input, target=target),
+            [_STOCK_PLACEMENT_POINT],
+            stop_before=_STOCK_PLACEMENT_POINT,
         )
-    return rows
+        if error is not None:
+            stages.failed(
+                "compile.stock", f"{TVMS} {_pass_title(failing)} (in the stock build)", error
+            )
+    finally:
+        if timer is not None:
+            timer.cancel()
+    return memplan, stock
+
+
+def _pass_title(name: str | None) -> str:
+    if not name:
+        return "build"
+    return name.removeprefix("tvm_memplan.").split(".")[-1]
 
 
 def build_report(
-    mod: tvm.IRModule,
+    loaded: LoadedModel | tvm.IRModule,
     target: tvm.target.Target,
     *,
     source: str = "",
+    shape_values: dict[str, int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
-    """The report as data. ``progress`` receives a line for each stage that takes more than a
-    second."""
-    inplace, memory = None, []
+    """The report as data. ``shape_values`` gives values to symbolic shape variables (bounded
+    ones default to their bound). ``progress`` receives a line for each stage that takes more
+    than a second."""
+    if isinstance(loaded, tvm.IRModule):
+        loaded = LoadedModel(loaded)
+    mod = loaded.mod
+    stages = _Stages(progress)
+    bindings = origins.binding_origins(mod, loaded.sources)
+    relax = None
     if _relax_functions(mod):
-        with stage("in-place calls and memory plans (ours and stock)", progress):
-            inplace, memory = _relax_sections(mod, target)
-    with stage('compiling with the "memplan" pipelines', progress):
-        seen = capture(
-            lambda: pipeline.compile(mod, target=target), [_OUR_COMPACTION, _OUR_PLACEMENT]
-        )
-    with stage("compaction (CompactBufferAllocation, ours and stock)", progress):
-        compaction = _compaction_section(seen[_OUR_COMPACTION])
-    with stage("placement (LowerTVMBuiltin, ours and stock)", progress):
-        placement = _placement_section(seen[_OUR_PLACEMENT])
-    return Report(
+        relax = _RelaxBuilds(mod, target, stages)
+    memplan_tir, stock_tir = _compile_tir(mod, relax, target, stages, progress)
+    writers: dict[str, list[origins.Origin]] = {}
+    for planned in (relax.memplan_input, relax.stock_input) if relax is not None else ():
+        if planned is None:
+            continue
+        for name, func in _relax_functions(planned).items():
+            known = bindings.get(name, {})
+            for kernel, names in origins.kernel_writers(func).items():
+                if kernel not in writers:  # the same kernel in both builds: once
+                    writers[kernel] = [known[n] for n in names if n in known]
+    kernels = _kernels(memplan_tir, stock_tir, stages, writers, target)
+    functions = relax.functions(bindings) if relax is not None else []
+    report = Report(
         input=source,
-        target=target.kind.name,
-        compaction=compaction,
-        placement=placement,
-        inplace=inplace,
-        memory=memory,
-        summary=_summary(compaction, placement, memory),
+        target=str(target.kind.name),
+        summary=None,  # filled below, from the rest
+        relax=functions,
+        inplace=relax.inplace() if relax is not None else None,
+        kernels=kernels,
+        weights=needs.weights(mod, bindings, loaded.constant_names),
+        failures=stages.failures,
     )
+    report.summary = needs.summary(report, relax, shape_values or {})
+    return report

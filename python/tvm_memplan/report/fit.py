@@ -1,146 +1,237 @@
-"""``--fit vm=2MiB,stack=4KiB,workspace=64KiB``: whether the memplan build fits a device, read off
-the report's data.
+"""The fit check: whether the memplan build fits a device's budgets, read off the report's data.
 
-- ``vm``: the bytes the Relax VM allocates for all Relax functions after planning (storages and
-  tensors left unplanned), in the memplan build;
-- ``stack``: the most stack one PrimFunc takes (PrimFuncs run one at a time), our placement;
-- ``workspace``: the most ``TVMBackendAllocWorkspace`` bytes one PrimFunc takes.
+Budgets (any subset), each against the memplan build's figure of ``report.summary``:
+
+- ``weights``: parameters and constants the module keeps;
+- ``vm``: what the Relax VM allocates once planned, for the largest Relax function;
+- ``workspace``: the most ``TVMBackendAllocWorkspace`` bytes live at once (the largest kernel);
+- ``stack``: the most stack one kernel takes;
+- ``total``: the four together.
+
+For each budget exceeded, the largest contributors: what each is (the op, its shape, the source
+model's name), what is already done to it, and what could still shrink it.
 """
 
 from __future__ import annotations
 
-import re
-
 from .load import ReportError
-from .model import FitBudget, FitContributor, FitResult, Report
+from .model import FitBudget, FitContributor, FitResult, Kernel, Report
+from .needs import placement_of
+from .origins import describe
 
-__all__ = ["BUDGETS", "check_fit", "parse_budgets", "parse_size"]
+__all__ = ["BUDGETS", "UnknownSizesError", "check_fit"]
 
-BUDGETS = ("vm", "stack", "workspace")
+BUDGETS = ("weights", "vm", "workspace", "stack", "total")
 CONTRIBUTORS = 5
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "kib": 1024,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "mib": 1024**2,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "gib": 1024**3,
+
+class UnknownSizesError(ReportError):
+    """The fit check needs a figure that depends on shape variables with neither a bound nor
+    a value (``variables``)."""
+
+    def __init__(self, variables: list[str]):
+        self.variables = variables
+        super().__init__(
+            "the fit check needs a value or a bound for every shape variable; none for "
+            + ", ".join(variables)
+        )
+
+
+_MEANING = {
+    "weights": "parameters and constants the module keeps",
+    "vm": "what the Relax VM allocates once planned",
+    "workspace": "the most workspace bytes live at once",
+    "stack": "the most stack bytes one kernel takes",
+    "total": "weights + VM + workspace + stack",
 }
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
-def parse_size(text: str) -> int:
-    """``"64KiB"`` -> 65536; plain bytes, K/M/G (powers of 1000) or KiB/MiB/GiB (of 1024)."""
-    match = _SIZE.match(text)
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _UNITS:
-        raise ValueError(text)
-    value = float(match.group(1)) * _UNITS[unit]
-    if value != int(value):
-        raise ValueError(text)
-    return int(value)
+def _peak_kernel(report: Report, where: str) -> Kernel | None:
+    figure = getattr(report.summary.memplan, where)
+    for k in sorted(report.kernels, key=lambda k: k.name):
+        if getattr(k, where).get("memplan") == figure and figure:
+            return k
+    return None
 
 
-def parse_budgets(text: str) -> dict[str, int]:
-    """``"vm=2MiB,stack=4KiB"`` -> ``{"vm": 2097152, "stack": 4096}``; any subset of
-    vm, stack and workspace."""
-    budgets: dict[str, int] = {}
-    for item in text.split(","):
-        name, sep, size = item.partition("=")
-        name = name.strip()
-        if not sep or name not in BUDGETS:
-            raise ReportError(
-                f"--fit {text!r}: {item.strip()!r} is not NAME=SIZE with NAME one of "
-                f"{', '.join(BUDGETS)} (for example vm=2MiB,stack=4KiB,workspace=64KiB)"
-            )
-        if name in budgets:
-            raise ReportError(f"--fit {text!r}: {name} is given twice")
-        try:
-            budgets[name] = parse_size(size)
-        except ValueError:
-            raise ReportError(
-                f"--fit {text!r}: {size.strip()!r} is not a size (bytes, or a number with K, "
-                "KiB, M, MiB, G or GiB)"
-            ) from None
-    return budgets
+def _weights(report: Report) -> list[FitContributor]:
+    return [
+        FitContributor(
+            w.name,
+            w.function,
+            w.bytes,
+            describe(w.used_by) if w.used_by else "",
+            f"a {w.kind} of the module: no memory pass changes it",
+            "",
+        )
+        for w in report.weights
+        if w.bytes
+    ]
 
 
-def _vm(report: Report, budget: int) -> FitBudget:
-    figure = 0 if report.inplace is None else report.inplace.planned_bytes["ours"]
-    contributors = []
-    for m in report.memory:
-        for t in m.tensors:
-            if t.bytes < 0:
+def _peak_point(plan) -> int | None:
+    """The program point where the most bytes are live (the first, if several)."""
+    live = [int(b) for b in plan.live_bytes()]
+    return live.index(max(live)) if live else None
+
+
+def _vm(report: Report) -> list[FitContributor]:
+    """The tensors that make the VM figure: of the function whose figure it is, those live at
+    its peak, and those allocated on their own. A tensor live elsewhere does not raise it."""
+    figure = report.summary.memplan.vm
+    found = []
+    for f in report.relax:
+        plan = f.plan_at or f.plan
+        needs = next(
+            (n.memplan for n in report.summary.functions if n.function == f.function), None
+        )
+        if plan is None or needs is None or needs.vm != figure:
+            continue
+        candidates = {
+            str(c.binding): c
+            for c in (report.inplace.candidates.get(f.function, []) if report.inplace else [])
+        }
+        at_bound = int(plan.planned_bytes) == int(plan.peak_live_bytes)
+        peak = _peak_point(plan)
+        for i, t in enumerate(plan.tensors):
+            planned = int(t.storage) >= 0
+            at_peak = peak is not None and int(t.first) <= peak <= int(t.last)
+            if int(t.bytes) <= 0 or (planned and not at_peak):
                 continue
-            if t.storage >= 0:
-                note = (
-                    f"shares storage {t.storage} at offset {t.offset} with tensors not live "
-                    "at the same time (StaticPlanBlockMemory)"
+            writers = f.writers[i] if i < len(f.writers) else []
+            if str(plan.planner) == "stock":
+                done = f"planned by TVM's planner: {plan.reason}"
+            elif planned:
+                done = (
+                    f"live at the peak (program point {peak}), at offset {t.offset} of storage "
+                    f"{t.storage}, shared with tensors not live at the same time"
                 )
             else:
-                note = f"allocated on its own: {t.reason}"
-            contributors.append(
-                FitContributor(t.binding, m.function, t.bytes, note, t.storage >= 0)
+                done = f"allocated on its own: {t.reason}"
+            if len(writers) > 1:
+                done += f"; {len(writers) - 1} later ops computed in place in it"
+            could = []
+            first = writers[0] if writers else None
+            if first is not None and first.op == "concat":
+                could.append(
+                    "a concatenation: its inputs could be computed into it directly "
+                    "(copy-free), which no pass does yet"
+                )
+            if first is not None and first.from_constants:
+                could.append(
+                    "computed from constants only: relax.transform.FoldConstant before "
+                    "compiling would make it a weight"
+                )
+            candidate = candidates.get(first.binding) if first is not None else None
+            if candidate is not None and not candidate.inplace:
+                could.append(f"not computed in place: {candidate.reason}")
+            if not could and planned and at_bound:
+                could.append("nothing left to do: the plan is at the peak-live bound")
+            found.append(
+                FitContributor(
+                    str(t.binding),
+                    f.function,
+                    int(t.bytes),
+                    describe(first) or f"written by {t.op}",
+                    done,
+                    "; ".join(could),
+                )
             )
-    return _budget(
-        "vm", budget, figure, "VM bytes of all Relax functions after planning", contributors
-    )
+    return found
 
 
-def _placed(report: Report, name: str, budget: int) -> FitBudget:
-    compacted = {(b.function, b.buffer): b for b in report.compaction.buffers}
-    by_buffer: dict[str, list] = {}
-    for b in report.compaction.buffers:
-        by_buffer.setdefault(b.buffer, []).append(b)
-    per_function: dict[str, int] = {}
-    contributors = []
-    for a in report.placement.allocations:
-        if a.ours != name or a.bytes is None:
+def _linked_buffers(kernel: Kernel) -> list:
+    """Each memplan placement decision's compaction record, matched by position when the
+    kernel's allocations line up (the same names in the same order), else None."""
+    names = [str(d.name) for d in kernel.placement]
+    buffers = [str(b.region.name) for b in kernel.buffers]
+    if names != buffers:
+        return [None] * len(kernel.placement)
+    return list(kernel.buffers)
+
+
+def _kernel_items(report: Report, where: str, budget: str) -> list[FitContributor]:
+    kernel = _peak_kernel(report, where)
+    if kernel is None:
+        return []
+    found = []
+    origin = describe(kernel.writers[0]) if kernel.writers else ""
+    if len(kernel.writers) > 1:
+        origin += f" and {len(kernel.writers) - 1} more calls"
+    for i, (d, buffer) in enumerate(zip(kernel.placement, _linked_buffers(kernel), strict=True)):
+        if placement_of(d, "memplan") != where or d.nbytes is None:
             continue
-        per_function[a.function] = per_function.get(a.function, 0) + a.bytes
-        # Placement sees the host functions after the host/device split; compaction the
-        # PrimFuncs before it: match by name, and by buffer alone when that is unambiguous.
-        region = compacted.get((a.function, a.buffer))
-        if region is None and len(by_buffer.get(a.buffer, [])) == 1:
-            region = by_buffer[a.buffer][0]
-        shrunk = (
-            region is not None
-            and region.original_bytes is not None
-            and region.ours_bytes is not None
-            and region.ours_bytes < region.original_bytes
+        done = [str(d.reason)]
+        could = []
+        if buffer is not None:
+            region = buffer.region
+            if region.reason is None and region.original_bytes != region.compacted_bytes:
+                done.insert(0, f"compacted from {region.original_bytes} B")
+            elif region.reason is not None:
+                done.insert(0, f"kept whole ({region.reason})")
+        eligible = i < len(kernel.stack_eligible) and kernel.stack_eligible[i]
+        if budget == "workspace" and eligible:
+            could.append(
+                f"tvm_memplan.max_stack_alloca >= {int(d.nbytes)} would put it on the stack "
+                "instead (the stack figure grows by as much)"
+            )
+        if budget == "stack":
+            could.append(
+                f"tvm_memplan.max_stack_alloca < {int(d.nbytes)} would put it in the "
+                "workspace instead (the workspace figure grows by as much)"
+            )
+        found.append(
+            FitContributor(
+                str(d.name), kernel.name, int(d.nbytes), origin, "; ".join(done), "; ".join(could)
+            )
         )
-        note = a.reason
-        if shrunk:
-            note = f"compacted from {region.original_bytes} B (CompactBufferAllocation); {note}"
-        contributors.append(FitContributor(a.buffer, a.function, a.bytes, note, shrunk))
-    worst = max(per_function.items(), key=lambda item: item[1], default=(None, 0))
-    meaning = f"the most {name} bytes one PrimFunc takes"
-    if worst[0] is not None:
-        meaning += f": {worst[0]}"
-        contributors = [c for c in contributors if c.function == worst[0]]
-    return _budget(name, budget, worst[1], meaning, contributors)
+    return found
 
 
-def _budget(name, budget, figure, meaning, contributors) -> FitBudget:
-    fits = figure is not None and figure <= budget
-    largest = sorted(contributors, key=lambda c: (-c.bytes, c.function, c.name))[:CONTRIBUTORS]
-    return FitBudget(name, budget, figure, fits, meaning, [] if fits else largest)
+def _largest(items: list[FitContributor]) -> list[FitContributor]:
+    return sorted(items, key=lambda c: (-c.bytes, c.function, c.name))[:CONTRIBUTORS]
 
 
 def check_fit(report: Report, budgets: dict[str, int]) -> FitResult:
-    """Each budget against the memplan build, in the order vm, stack, workspace."""
+    """Each budget against the memplan build, in the order of ``BUDGETS``. Raises
+    UnknownSizesError when the model has shape variables with neither a bound nor a value: a
+    device budget is checked against sizes, not expressions."""
+    unknown = [b for b in budgets if b not in BUDGETS]
+    if unknown:
+        raise ValueError(f"unknown budgets: {', '.join(unknown)} (known: {', '.join(BUDGETS)})")
+    needs = report.summary.memplan
+    if report.summary.unknown_vars:
+        raise UnknownSizesError(report.summary.unknown_vars)
     checked = []
     for name in BUDGETS:
         if name not in budgets:
             continue
-        if name == "vm":
-            checked.append(_vm(report, budgets[name]))
-        else:
-            checked.append(_placed(report, name, budgets[name]))
+        figure = getattr(needs, name)
+        meaning = _MEANING[name]
+        if name in ("workspace", "stack"):
+            kernel = _peak_kernel(report, name)
+            if kernel is not None:
+                meaning += f": {kernel.name}"
+        if figure is None:
+            failures = [f.text for f in report.failures]
+            meaning += " (unknown: " + ("; ".join(failures) or "symbolic sizes") + ")"
+        fits = figure is not None and figure <= budgets[name]
+        contributors: list[FitContributor] = []
+        if not fits:
+            if name == "weights":
+                contributors = _weights(report)
+            elif name == "vm":
+                contributors = _vm(report)
+            elif name in ("workspace", "stack"):
+                contributors = _kernel_items(report, name, name)
+            else:
+                contributors = (
+                    _weights(report)
+                    + _vm(report)
+                    + _kernel_items(report, "workspace", name)
+                    + _kernel_items(report, "stack", name)
+                )
+        checked.append(
+            FitBudget(name, budgets[name], figure, fits, meaning, _largest(contributors))
+        )
     return FitResult(all(b.fits for b in checked), checked)

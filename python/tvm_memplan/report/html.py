@@ -2,8 +2,9 @@
 inline SVG written from the report's data through a Jinja2 template.
 
 Every figure on the page carries its value and where it comes from in a ``data-figure``
-attribute (``summary.vm.ours``, ``memory.main.bound_bytes``, ...), the same names as in the
-JSON, so the tests can check the page against ``--json``.
+attribute (``summary.memplan.total``, ``relax.0.plan.peak_live_bytes``, ...), the JSON path of
+the same figure, so the tests can check the page against ``--json``. The page draws what the
+records say; the bytes of a plan are the plan record's own figures.
 """
 
 from __future__ import annotations
@@ -13,8 +14,20 @@ from dataclasses import dataclass
 
 import jinja2
 
-from .model import FunctionMemory, Report, TensorRecord
-from .text import ratio
+from .format import bytes_text, human, ratio, shape
+from .model import RelaxFunction, Report
+from .origins import Origin, describe
+from .views import (
+    at_values,
+    compaction_totals,
+    kernel_bytes,
+    kernel_groups,
+    largest_tensors,
+    placement_totals,
+    plan_bytes,
+    section_failures,
+    tensor_bytes,
+)
 
 __all__ = ["render_html"]
 
@@ -26,6 +39,8 @@ MARGIN_LEFT = 84
 MARGIN_RIGHT = 16
 MARGIN_TOP = 8
 MARGIN_BOTTOM = 24
+#: Rows of a long table shown before its "show all".
+TOP = 10
 
 
 @dataclass(frozen=True)
@@ -47,7 +62,11 @@ class Lane:
     """One plan drawn as rectangles: x the program point, y the offset in the plan's bytes."""
 
     name: str
+    #: The plan's bytes, as its record gives them, and where in the JSON.
     total: int
+    path: str
+    #: "name: bytes" (an expression where a size has no value).
+    label: str
     rects: list[Rect]
     #: (y, label) of storage boundaries.
     storages: list[tuple[float, str]]
@@ -56,28 +75,17 @@ class Lane:
 
 @dataclass(frozen=True)
 class Timeline:
-    function: FunctionMemory
+    index: int
+    function: RelaxFunction
+    plan: object
     width: int
     lanes: list[Lane]
     live_path: str
     live_ticks: list[tuple[float, str]]
     bound_y: float
     x_ticks: list[tuple[float, str]]
-    tensors: list[TensorRecord]
-
-
-def human(nbytes: int | None) -> str:
-    """1536 -> "1.5 KiB"; None -> "-"."""
-    if nbytes is None:
-        return "-"
-    if nbytes < 1024:
-        return f"{nbytes} B"
-    value = nbytes / 1024
-    for unit in ("KiB", "MiB"):
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
+    #: (tensor, writers) largest first.
+    tensors: list[tuple[object, list[Origin]]]
 
 
 def _color(key: str) -> str:
@@ -91,50 +99,68 @@ def _ticks(maximum: int, height: float, count: int = 4) -> list[tuple[float, str
     return [(height - height * i / count, human(maximum * i // count)) for i in range(count + 1)]
 
 
-def _tooltip(t: TensorRecord, where: str) -> str:
-    shape = "x".join(str(d) for d in t.shape) or "scalar"
-    lines = [
-        f"{t.binding} (written by {t.op or 'an unknown call'})",
-        f"{shape} {t.dtype}, {t.bytes} B",
-        f"live over program points {t.first}..{t.last}",
-        where,
-    ]
-    return "\n".join(lines)
+def writers_text(writers: list[Origin], fallback: str) -> str:
+    if not writers:
+        return fallback
+    text = describe(writers[0])
+    if len(writers) > 1:
+        later = ", ".join(describe(w) for w in writers[1:3])
+        more = f" and {len(writers) - 3} more" if len(writers) > 3 else ""
+        text += f"; then in place: {later}{more}"
+    return text
 
 
-def _lane(name: str, m: FunctionMemory, scale_x: float, top: int, stock: bool) -> Lane:
+def _tooltip(t, writers: list[Origin], where: str) -> str:
+    made = writers_text(writers, f"written by {t.op or 'an unknown call'}")
+    return "\n".join(
+        [
+            f"{t.binding}: {made}",
+            f"{shape(list(t.shape))} {t.dtype}, {int(t.bytes)} B, written by kernel {t.op or '?'}",
+            f"live over program points {t.first}..{t.last}",
+            where,
+        ]
+    )
+
+
+def _lane(
+    timeline_index: int, f: RelaxFunction, plan, scale_x: float, top: int, stock: bool
+) -> Lane:
     """Rectangles of one plan. Storages are stacked bottom up (offset within each); tensors the
     plan gives storage of their own are stacked above them."""
     scale_y = LANE_HEIGHT / top
-    storages = m.stock_storages if stock else m.storages
+    storages = plan.stock_storages if stock else plan.storages
     bases, base = [], 0
     for s in storages:
         bases.append(base)
-        base += max(s.bytes, 0)
+        base += max(int(s.bytes), 0)
     rects, own = [], base
-    for t in sorted(m.tensors, key=lambda t: t.first):
-        if t.bytes <= 0:
+    order = sorted(range(len(plan.tensors)), key=lambda i: int(plan.tensors[i].first))
+    for i in order:
+        t = plan.tensors[i]
+        nbytes = int(t.bytes)
+        if nbytes <= 0:
             continue
-        index = t.stock_storage if stock else t.storage
+        index = int(t.stock_storage if stock else t.storage)
         if index >= 0:
-            offset = 0 if stock else t.offset
+            offset = 0 if stock else int(t.offset)
             y0 = bases[index] + offset
             where = f"storage {index} at offset {offset}"
         else:
             y0 = own
-            own += t.bytes
+            own += nbytes
             where = "storage of its own" + ("" if stock else f": {t.reason}")
+        writers = f.writers[i] if i < len(f.writers) else []
         rects.append(
             Rect(
-                x=MARGIN_LEFT + t.first * scale_x,
-                y=MARGIN_TOP + LANE_HEIGHT - (y0 + t.bytes) * scale_y,
-                width=max((t.last - t.first + 1) * scale_x, 1.0),
-                height=max(t.bytes * scale_y, 0.5),
-                color=_color(t.binding),
-                title=_tooltip(t, where),
-                binding=t.binding,
+                x=MARGIN_LEFT + int(t.first) * scale_x,
+                y=MARGIN_TOP + LANE_HEIGHT - (y0 + nbytes) * scale_y,
+                width=max((int(t.last) - int(t.first) + 1) * scale_x, 1.0),
+                height=max(nbytes * scale_y, 0.5),
+                color=_color(str(t.binding)),
+                title=_tooltip(t, writers, where),
+                binding=str(t.binding),
                 offset=y0,
-                bytes=t.bytes,
+                bytes=nbytes,
                 storage=index,
             )
         )
@@ -142,42 +168,72 @@ def _lane(name: str, m: FunctionMemory, scale_x: float, top: int, stock: bool) -
         (MARGIN_TOP + LANE_HEIGHT - b * scale_y, f"storage {i}") for i, b in enumerate(bases)
     ]
     ticks = [(MARGIN_TOP + y, label) for y, label in _ticks(top, LANE_HEIGHT)]
-    return Lane(name, own, rects, boundaries, ticks)
+    plan_path = "plan_at" if f.plan_at is not None else "plan"
+    if stock:
+        name, total, field = (
+            "TVM's StaticPlanBlockMemory, same IR",
+            int(plan.stock_bytes),
+            "stock_bytes",
+        )
+    else:
+        name, total, field = "tvm-memplan's planner", int(plan.planned_bytes), "planned_bytes"
+    path = f"relax.{timeline_index}.{plan_path}.{field}"
+    shown = plan_bytes(f, "stock" if stock else "planned")
+    label = f"{name}: {human(shown) if isinstance(shown, int) else shown}"
+    return Lane(name, total, path, label, rects, boundaries, ticks)
 
 
-def _plan_bytes(m: FunctionMemory, stock: bool) -> int:
-    """What a plan allocates: its storages and the tensors it gives storage of their own."""
-    storages = m.stock_storages if stock else m.storages
-    own = (t for t in m.tensors if (t.stock_storage if stock else t.storage) < 0)
-    return sum(max(s.bytes, 0) for s in storages) + sum(t.bytes for t in own if t.bytes > 0)
+def _drawn(plan, stock: bool) -> int:
+    """How high a lane's drawing reaches: its storages, then the tensors it allocates alone."""
+    storages = plan.stock_storages if stock else plan.storages
+    alone = (t for t in plan.tensors if int(t.stock_storage if stock else t.storage) < 0)
+    return sum(max(int(s.bytes), 0) for s in storages) + sum(max(int(t.bytes), 0) for t in alone)
 
 
-def _timeline(m: FunctionMemory) -> Timeline:
-    points = max(m.num_points, 1)
+def _live_bytes(plan) -> list[int]:
+    return [int(b) for b in plan.live_bytes()]
+
+
+def _timeline(index: int, f: RelaxFunction) -> Timeline | None:
+    plan = f.plan_at if f.plan_at is not None else f.plan
+    if plan is None:
+        return None
+    points = max(int(plan.num_points), 1)
     scale_x = PLOT_WIDTH / points
-    top = max(_plan_bytes(m, stock=False), _plan_bytes(m, stock=True), 1)  # one scale for both
+    # One scale for both: the plans' bytes, or where a size has no value (not drawn), what is.
+    top = max(
+        int(plan.planned_bytes), int(plan.stock_bytes), _drawn(plan, False), _drawn(plan, True), 1
+    )
     lanes = [
-        _lane("tvm-memplan", m, scale_x, top, stock=False),
-        _lane("TVM's StaticPlanBlockMemory, same IR", m, scale_x, top, stock=True),
+        _lane(index, f, plan, scale_x, top, stock=False),
+        _lane(index, f, plan, scale_x, top, stock=True),
     ]
-    live_top = max(max(m.live_bytes, default=0), m.bound_bytes, 1)
+    live = _live_bytes(plan)
+    bound = int(plan.peak_live_bytes)
+    live_top = max(max(live, default=0), bound, 1)
     live_scale = LIVE_HEIGHT / live_top
     path = []
-    for p, nbytes in enumerate(m.live_bytes):
+    for p, nbytes in enumerate(live):
         x0, x1 = MARGIN_LEFT + p * scale_x, MARGIN_LEFT + (p + 1) * scale_x
         y = MARGIN_TOP + LIVE_HEIGHT - nbytes * live_scale
         path.append(f"{'M' if p == 0 else 'L'}{x0:.2f},{y:.2f} L{x1:.2f},{y:.2f}")
     step = max(1, points // 10)
     x_ticks = [(MARGIN_LEFT + p * scale_x, str(p)) for p in range(0, points + 1, step)]
+    tensors = sorted(
+        ((t, f.writers[i] if i < len(f.writers) else []) for i, t in enumerate(plan.tensors)),
+        key=lambda tw: (-int(tw[0].bytes), int(tw[0].first)),
+    )
     return Timeline(
-        function=m,
+        index=index,
+        function=f,
+        plan=plan,
         width=MARGIN_LEFT + PLOT_WIDTH + MARGIN_RIGHT,
         lanes=lanes,
         live_path=" ".join(path),
         live_ticks=[(MARGIN_TOP + y, label) for y, label in _ticks(live_top, LIVE_HEIGHT)],
-        bound_y=MARGIN_TOP + LIVE_HEIGHT - m.bound_bytes * live_scale,
+        bound_y=MARGIN_TOP + LIVE_HEIGHT - bound * live_scale,
         x_ticks=x_ticks,
-        tensors=sorted(m.tensors, key=lambda t: (-t.bytes, t.first)),
+        tensors=tensors,
     )
 
 
@@ -190,34 +246,40 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["human"] = human
+    env.filters["bytes"] = bytes_text
+    env.filters["shape"] = lambda dims: shape(list(dims))
+    env.filters["describe"] = describe
     env.globals["ratio"] = ratio
+    env.globals["writers_text"] = writers_text
+    env.globals["int"] = int
+    env.globals["plan_bytes"] = plan_bytes
+    env.globals["tensor_bytes"] = tensor_bytes
     return env
 
 
 def render_html(report: Report) -> str:
     """The whole page."""
-    tir_functions = sorted({b.function for b in report.compaction.buffers})
-    placements = {}
-    for a in report.placement.allocations:
-        placements.setdefault(a.function, []).append(a)
+    timelines = [t for i, f in enumerate(report.relax) if (t := _timeline(i, f)) is not None]
+    kernel_index = {k.name: i for i, k in enumerate(report.kernels)}
     return (
         _environment()
         .get_template("report.html.j2")
         .render(
             report=report,
-            timelines=[_timeline(m) for m in report.memory],
-            tir_functions=tir_functions,
-            buffers={
-                name: sorted(
-                    (b for b in report.compaction.buffers if b.function == name),
-                    key=lambda b: -(b.original_bytes or 0),
-                )
-                for name in tir_functions
+            summary=report.summary,
+            at_values=lambda nbytes, size: at_values(report, nbytes, size),
+            timelines=timelines,
+            groups=kernel_groups(report),
+            kernel_index=kernel_index,
+            kernel_bytes=kernel_bytes,
+            tensors=largest_tensors(report),
+            compaction=compaction_totals(report),
+            placement=placement_totals(report),
+            failures={
+                section: section_failures(report, section)
+                for section in ("relax", "inplace", "compaction", "placement")
             },
-            placements={
-                name: sorted(items, key=lambda a: -(a.bytes or 0))
-                for name, items in sorted(placements.items())
-            },
+            top=TOP,
             geometry={
                 "left": MARGIN_LEFT,
                 "top": MARGIN_TOP,

@@ -1,165 +1,196 @@
-"""The report's data: plain dataclasses that the text, JSON and HTML renderers and the fit check
-all read, so a figure cannot differ between them. ``Report.to_json()`` is what ``--json``
-prints."""
+"""The report's data, which the text, JSON and HTML renderers and the fit check all read, so a
+figure cannot differ between them. ``Report.to_json()`` is what ``--json`` prints.
+
+What the analyses decide is kept as their own records, reflected C++ objects whose fields and
+docs come from C++ (``analysis.FunctionMemoryPlan``, ``CompactedRegion``,
+``AllocationDecision``, ``InplaceCandidate``); the dataclasses here only add what the report
+knows beside them: names users recognise, the stock side where it comes from another run, the
+memory the builds need, failures.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .origins import Origin
+from .records import to_data
+
 __all__ = [
-    "CompactedBuffer",
-    "Compaction",
+    "Buffer",
+    "Failure",
     "FitBudget",
     "FitContributor",
     "FitResult",
-    "FunctionMemory",
-    "FunctionSummary",
+    "FunctionNeeds",
     "Inplace",
-    "InplaceBinding",
-    "PlacedAllocation",
-    "Placement",
+    "Kernel",
+    "Needs",
+    "RelaxFunction",
     "Report",
-    "StorageRecord",
-    "TensorRecord",
+    "Summary",
+    "Weight",
 ]
 
-
-@dataclass(frozen=True)
-class CompactedBuffer:
-    """One allocated buffer of a PrimFunc: bytes as scheduled, after TVM's compaction, after
-    ours (None where symbolic), and why ours keeps it whole."""
-
-    function: str
-    buffer: str
-    dtype: str
-    shape: list
-    compacted_shape: list
-    original_bytes: int | None
-    stock_bytes: int | None
-    ours_bytes: int | None
-    reason: str | None
-
-
-@dataclass
-class Compaction:
-    buffers: list[CompactedBuffer]
-    #: original_bytes, stock_bytes, ours_bytes over all buffers (None where symbolic).
-    totals: dict[str, int | None]
+#: The two builds the report compares.
+BUILDS = ("stock", "memplan")
 
 
 @dataclass(frozen=True)
-class PlacedAllocation:
-    """One allocation of host code: stack or workspace under TVM's rule and under ours."""
+class Failure:
+    """A pass that raises on this model. The report shows it in that pass's rows and goes on
+    with everything else."""
 
-    function: str
-    buffer: str
-    scope: str
-    bytes: int | None
-    stock: str
-    ours: str
-    reason: str
+    #: What failed, as the report's data names it ("inplace.stock", "plan.memplan", ...).
+    stage: str
+    #: Whose pass, for people: "TVM's DataflowUseInplaceCalls".
+    what: str
+    #: The error, one line.
+    error: str
 
-
-@dataclass
-class Placement:
-    allocations: list[PlacedAllocation]
-    #: "stock_stack", "ours_workspace", ...: {"count": n, "bytes": b or None}.
-    totals: dict[str, dict[str, int | None]]
-
-
-@dataclass(frozen=True)
-class InplaceBinding:
-    function: str
-    binding: str
-    op: str | None
-    inplace: bool
-    arg: str | None
-    reason: str
+    @property
+    def text(self) -> str:
+        return f"{self.what} fails on this model: {self.error}"
 
 
 @dataclass
-class Inplace:
-    """In-place calls and the VM bytes of whole Relax builds."""
+class Needs:
+    """The memory one build needs to run a function, or the whole model: what a device budget
+    is checked against. None: unknown (a failing pass, or a symbolic size without a value)."""
 
-    #: "stock" (None when TVM's pass cannot run) and "ours".
-    conversions: dict[str, int | None]
-    #: VM bytes after planning: "none" (no in-place pass, TVM's planner), "stock" (TVM's
-    #: in-place pass and planner), "ours" (ours, as the memplan pipeline runs them) and "bound"
-    #: (the peak-live bound of that IR); None where symbolic.
-    planned_bytes: dict[str, int | None]
-    bindings: list[InplaceBinding]
+    #: Parameters and constants the module keeps.
+    weights: int | None = 0
+    #: What the Relax VM allocates for the function once planned: its storages and the
+    #: tensors allocated on their own (function results, escaping tensors).
+    vm: int | None = 0
+    #: The most TVMBackendAllocWorkspace bytes live at once: the largest kernel's, kernels
+    #: running one at a time (one that calls another adds the callee's).
+    workspace: int | None = 0
+    #: The most stack bytes one kernel takes, the same way.
+    stack: int | None = 0
+    #: weights + vm + workspace + stack.
+    total: int | None = 0
+    #: Secondary: everything summed (weights, VM, and every kernel's workspace and stack), as
+    #: if no allocation were ever freed or reused.
+    all_allocations: int | None = 0
+    #: Figures of symbolic size, as expressions of the shape variables (before evaluation).
+    symbolic: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FunctionNeeds:
+    function: str
+    #: "relax" (an entry function of the VM) or "tir" (a PrimFunc, in a TIR-only module).
+    kind: str
+    stock: Needs
+    memplan: Needs
+
+
+@dataclass
+class Summary:
+    """Memory to run the model: the stock TVM build and the memplan build, in total and per
+    function."""
+
+    stock: Needs
+    memplan: Needs
+    functions: list[FunctionNeeds]
+    #: The shape-variable values the figures are evaluated at ({} when all sizes are static).
+    evaluated_at: dict[str, int] = field(default_factory=dict)
+    #: How each value was chosen: "bound" (tir_var_upper_bound) or "given".
+    value_sources: dict[str, str] = field(default_factory=dict)
+    #: Shape variables neither bounded nor given: figures depending on them stay symbolic.
+    unknown_vars: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class TensorRecord:
-    """One tensor of a Relax function on the memory timeline (see analysis.PlannedTensor)."""
+class Weight:
+    """A parameter or constant the module keeps."""
 
-    binding: str
-    op: str
+    name: str
+    function: str
+    bytes: int
     shape: list
     dtype: str
-    bytes: int
-    first: int
-    last: int
-    #: Our storage and offset (-1: not planned, `reason` says why).
-    storage: int
-    offset: int
-    #: TVM's planner on the same IR: its storage (-1: not planned); its offsets are 0.
-    stock_storage: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class StorageRecord:
-    bytes: int
-    size: str
-    device: int
-    scope: str
+    #: "constant" (kept in the module) or "parameter" (passed in by the caller).
+    kind: str
+    #: Where it is used: the op reading it and the source model's name for that op.
+    used_by: Origin | None = None
 
 
 @dataclass
-class FunctionMemory:
-    """The memory plan of one Relax function, on the IR our planner receives in the memplan
-    pipeline, with TVM's planner on the same IR."""
+class RelaxFunction:
+    """The memory plans of one Relax function."""
 
     function: str
-    planner: str
-    reason: str
-    num_points: int
-    bound_bytes: int
-    #: TVM's planner on the same IR (None: unknown).
+    #: tvm-memplan's planner on the memplan build's IR (its input in the memplan pipeline,
+    #: after our in-place pass), with TVM's planner on the same IR in its ``stock_*`` fields.
+    plan: Any | None
+    #: The stock build: TVM's in-place pass, then TVM's planner (``stock_bytes``).
+    stock_build: Any | None
+    #: Per tensor of ``plan``: the model's bindings naming its memory (the op that made it
+    #: first, then ops computed in place in it).
+    writers: list[list[Origin]] = field(default_factory=list)
+    #: ``plan`` evaluated at the summary's values (the same record with integer sizes) when
+    #: sizes are symbolic; otherwise None.
+    plan_at: Any | None = None
+    stock_build_at: Any | None = None
+
+
+@dataclass
+class Inplace:
+    """In-place calls: ours and TVM's, on the module as imported."""
+
+    #: Calls converted: "stock" (None when TVM's pass does not run) and "memplan".
+    conversions: dict[str, int | None]
+    #: tvm-memplan's decision for every call binding (InplaceCandidate records), per function.
+    candidates: dict[str, list[Any]]
+    #: VM bytes of all Relax functions with TVM's planner and no in-place pass at all.
+    without_inplace: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Buffer:
+    """One allocated buffer of a kernel, as CompactBufferAllocation receives it."""
+
+    #: Its position among the kernel's allocations, in definition order: how the report tells
+    #: two buffers of one name apart.
+    index: int
+    #: Our compaction's record (CompactedRegion).
+    region: Any
+    #: TVM's CompactBufferAllocation on the same IR: bytes of the buffer at the same position
+    #: (None where symbolic), and as an expression of the shape variables.
     stock_bytes: int | None
-    #: What our pass allocates for it.
-    ours_bytes: int
-    #: TVM's in-place pass and planner on the function as given (the stock build).
-    stock_build_bytes: int | None
-    tensors: list[TensorRecord]
-    storages: list[StorageRecord]
-    stock_storages: list[StorageRecord]
-    #: Bytes of static-size tensors live at each program point.
-    live_bytes: list[int]
+    stock_size: Any = None
 
 
-@dataclass(frozen=True)
-class FunctionSummary:
-    """One function's line in the summary: stock build against memplan build."""
+@dataclass
+class Kernel:
+    """One PrimFunc: its buffers and where each build puts them."""
 
-    function: str
-    kind: str  # "relax" or "tir"
-    #: Relax: VM bytes (stock build, memplan build, the bound of the memplan IR).
-    vm_stock: int | None = None
-    vm_ours: int | None = None
-    vm_bound: int | None = None
-    #: TIR: bytes after compaction, on the stack and in the workspace.
-    compacted_stock: int | None = None
-    compacted_ours: int | None = None
-    stack_stock: int | None = None
-    stack_ours: int | None = None
-    workspace_stock: int | None = None
-    workspace_ours: int | None = None
+    name: str
+    #: What it computes, for grouping ("nn.conv2d depthwise 3x3"); "" when no Relax calls it.
+    kind: str = ""
+    #: The model's bindings its calls compute.
+    writers: list[Origin] = field(default_factory=list)
+    buffers: list[Buffer] = field(default_factory=list)
+    #: AllocationDecision records: the memplan build (``placement``: ours) and the stock
+    #: build (``stock_placement``: TVM's rule, on the stock pipeline's IR).
+    placement: list[Any] = field(default_factory=list)
+    stock_placement: list[Any] = field(default_factory=list)
+    #: Per ``placement`` decision: whether the allocation would live on the stack if
+    #: ``max_stack_alloca`` were large enough (what a larger limit could move there).
+    stack_eligible: list[bool] = field(default_factory=list)
+    #: Kernels it calls (their workspace and stack are live with its own).
+    calls: list[str] = field(default_factory=list)
+    #: The builds that have it ("stock", "memplan"): an in-place kernel exists in one only.
+    builds: list[str] = field(default_factory=lambda: ["stock", "memplan"])
+    #: Workspace and stack bytes per build, with those of the kernels it calls.
+    workspace: dict[str, int | None] = field(default_factory=dict)
+    stack: dict[str, int | None] = field(default_factory=dict)
+    #: Where those are symbolic and not evaluated: the expressions ("workspace.memplan": ...).
+    symbolic: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,21 +198,24 @@ class FitContributor:
     name: str
     function: str
     bytes: int
-    #: What a memplan pass does to it, or why none can shrink it.
-    note: str
-    shrinkable: bool
+    #: Names users recognise: the op, its shape, the source model's name.
+    origin: str
+    #: What is already done to it.
+    done: str
+    #: What could still shrink it ("" when nothing is left to do).
+    could: str
 
 
 @dataclass(frozen=True)
 class FitBudget:
-    """One budget of `--fit` against the memplan build."""
+    """One budget of the fit check against the memplan build."""
 
-    name: str  # "vm", "stack" or "workspace"
+    name: str  # "weights", "vm", "stack", "workspace" or "total"
     budget: int
-    #: The build's figure (None: unknown, symbolic sizes).
+    #: The build's figure (None: unknown).
     figure: int | None
     fits: bool
-    #: What the figure is ("VM bytes of all Relax functions", ...).
+    #: What the figure is.
     meaning: str
     contributors: list[FitContributor]
 
@@ -196,15 +230,24 @@ class FitResult:
 class Report:
     input: str
     target: str
-    compaction: Compaction
-    placement: Placement
+    summary: Summary
+    relax: list[RelaxFunction]
     #: None for a module without Relax functions.
     inplace: Inplace | None
-    memory: list[FunctionMemory]
-    summary: list[FunctionSummary]
+    kernels: list[Kernel]
+    #: Largest first.
+    weights: list[Weight]
+    failures: list[Failure] = field(default_factory=list)
     seconds: float | None = None
     fit: FitResult | None = None
 
+    def failure(self, *stages: str) -> Failure | None:
+        """The first failure of the named stages."""
+        for f in self.failures:
+            if f.stage in stages:
+                return f
+        return None
+
     def to_json(self) -> dict[str, Any]:
         """Plain data, as `--json` prints it."""
-        return dataclasses.asdict(self)
+        return to_data(self)

@@ -1,10 +1,26 @@
-"""The report as text: one table per pass, the memory plans, then the totals."""
+"""The report as text: the memory the model needs first, then what each pass does, largest
+first, each failing pass in its own rows."""
 
 from __future__ import annotations
 
-from .model import Report
+from .format import bytes_text, ratio, shape
+from .model import FitResult, Needs, Report, Summary
+from .origins import describe
+from .views import (
+    at_values,
+    compaction_totals,
+    kernel_groups,
+    largest_tensors,
+    placement_totals,
+    plan_bytes,
+    section_failures,
+    tensor_bytes,
+)
 
-__all__ = ["render_text"]
+__all__ = ["fit_lines", "render_text", "summary_lines"]
+
+#: Rows a long table shows before "... N more" (--json and --html list all).
+TOP = 12
 
 
 def table(header: tuple[str, ...], rows: list[tuple], indent: str = "  ") -> list[str]:
@@ -20,147 +36,327 @@ def cell(value) -> str:
     if value is None:
         return "-"
     if isinstance(value, list):
-        return "x".join(str(v) for v in value) or "scalar"
+        return shape(value)
     return str(value)
 
 
-def ratio(ours: int | None, stock: int | None) -> str:
-    if ours is None or stock is None:
-        return "n/a (symbolic sizes)"
-    if stock == 0:
-        return "n/a"
-    return f"{ours / stock:.3f}"
+def _more(count: int, shown: int, what: str) -> list[str]:
+    hidden = count - shown
+    return [f"  ... {hidden} more {what} (--json and --html list them all)"] if hidden > 0 else []
+
+
+_FIGURES = (
+    ("weights", "weights (parameters and constants)"),
+    ("vm", "VM, planned"),
+    ("workspace", "workspace peak (largest kernel)"),
+    ("stack", "stack peak (largest kernel)"),
+    ("total", "total"),
+)
+
+
+def summary_lines(summary: Summary) -> list[str]:
+    """Memory to run the model, stock build against memplan build."""
+    lines = ["Memory to run the model: the stock TVM build and the memplan build"]
+    if summary.evaluated_at:
+        values = ", ".join(
+            f"{k}={v} ({summary.value_sources.get(k, 'given')})"
+            for k, v in summary.evaluated_at.items()
+        )
+        lines.append(f"  symbolic sizes evaluated at {values}")
+    rows = []
+    for key, label in _FIGURES:
+        stock, ours = getattr(summary.stock, key), getattr(summary.memplan, key)
+        rows.append(
+            (
+                label,
+                _figure(summary.stock, key),
+                _figure(summary.memplan, key),
+                ratio(ours, stock) if key != "weights" else "",
+            )
+        )
+    rows.append(
+        (
+            "  all allocations summed (not a peak)",
+            _figure(summary.stock, "all_allocations"),
+            _figure(summary.memplan, "all_allocations"),
+            ratio(summary.memplan.all_allocations, summary.stock.all_allocations),
+        )
+    )
+    lines += table(("", "stock", "memplan", "memplan/stock"), rows)
+    lines += [f"  {note}" for note in summary.notes]
+    if summary.unknown_vars:
+        lines.append(
+            f"  symbolic in {', '.join(summary.unknown_vars)}, which have no bound: give values "
+            "to evaluate the figures"
+        )
+    return lines
+
+
+def _figure(needs: Needs, key: str) -> str:
+    value = getattr(needs, key)
+    if value is None and key in needs.symbolic:
+        return needs.symbolic[key]
+    return bytes_text(value)
+
+
+def _per_function(report: Report) -> list[str]:
+    functions = report.summary.functions
+    if len(functions) <= 1:
+        return []
+    lines = ["", f"Per function ({len(functions)}), largest total first"]
+    ordered = sorted(functions, key=lambda f: (-(f.memplan.total or 0), f.function))
+    rows = [
+        (
+            f.function,
+            build,
+            bytes_text(n.weights),
+            bytes_text(n.vm),
+            bytes_text(n.workspace),
+            bytes_text(n.stack),
+            bytes_text(n.total),
+        )
+        for f in ordered[:TOP]
+        for build, n in (("stock", f.stock), ("memplan", f.memplan))
+    ]
+    lines += table(("function", "build", "weights", "VM", "workspace", "stack", "total"), rows)
+    return lines + _more(len(functions), TOP, "functions")
+
+
+def _failures(report: Report, section: str) -> list[str]:
+    return [f"  {f.text}" for f in section_failures(report, section)]
+
+
+def _relax(report: Report) -> list[str]:
+    if not report.relax:
+        return []
+    lines = ["", "Relax memory plans (StaticPlanBlockMemory), after each build's in-place pass"]
+    rows = []
+    for f in report.relax:
+        plan = f.plan_at or f.plan
+        if plan is None:
+            rows.append((f.function, "-", "-", "-", "-", "-", "-", plan_bytes(f, "stock_build")))
+            continue
+        same_ir, ours = plan_bytes(f, "stock"), plan_bytes(f, "memplan")
+        both = isinstance(ours, int) and isinstance(same_ir, int)
+        rows.append(
+            (
+                f.function,
+                f"{sum(int(t.storage) >= 0 for t in plan.tensors)}/{len(plan.tensors)}",
+                int(plan.peak_live_bytes),
+                same_ir,
+                ours,
+                ratio(ours, same_ir) if both else "-",
+                str(plan.planner),
+                plan_bytes(f, "stock_build"),
+            )
+        )
+    header = (
+        "function",
+        "planned",
+        "bound",
+        "TVM same IR",
+        "ours",
+        "ours/TVM",
+        "planner",
+        "stock build",
+    )
+    lines += table(header, rows)
+    lines += _failures(report, "relax")
+    tensors = largest_tensors(report)
+    if tensors:
+        lines += ["", "Largest tensors of the memplan build"]
+        rows = []
+        for r in tensors[:TOP]:
+            t = r.tensor
+            where = (
+                f"storage {t.storage} + {t.offset}" if int(t.storage) >= 0 else f"own: {t.reason}"
+            )
+            first = describe(r.writers[0]) if r.writers else f"written by {t.op}"
+            inplace = f" (+{len(r.writers) - 1} in place)" if len(r.writers) > 1 else ""
+            rows.append((r.function, str(t.binding), tensor_bytes(t), first + inplace, where))
+        lines += table(("function", "tensor", "bytes", "what", "memplan"), rows)
+        lines += _more(len(tensors), TOP, "tensors")
+    return lines
+
+
+def _inplace(report: Report) -> list[str]:
+    inplace = report.inplace
+    if inplace is None:
+        return []
+    lines = ["", "In-place calls (DataflowUseInplaceCalls)"]
+    converted = [
+        (name, str(c.binding), str(c.op), f"in place on {c.arg}")
+        for name, found in inplace.candidates.items()
+        for c in found
+        if c.inplace
+    ]
+    lines += (
+        table(("function", "binding", "op", "memplan"), converted[:TOP])
+        if converted
+        else ["  none"]
+    )
+    lines += _more(len(converted), TOP, "in-place calls")
+    refused = sum(not c.inplace for found in inplace.candidates.values() for c in found)
+    lines.append(f"  {refused} other call bindings stay as they are (--json lists why)")
+    lines += [f"  note: {note}" for note in inplace.notes]
+    lines += _failures(report, "inplace")
+    return lines
+
+
+def _kernels(report: Report) -> list[str]:
+    if not report.kernels:
+        return []
+    groups = kernel_groups(report)
+    lines = [
+        "",
+        f"Kernels ({len(report.kernels)}), grouped by what they compute, largest first: "
+        "workspace and stack per build",
+    ]
+    rows = []
+    shown = 0
+    for g in groups:
+        for k in g.kernels:
+            if shown >= TOP:
+                break
+            shown += 1
+            what = describe(k.writers[0]) if k.writers else ""
+            if len(k.writers) > 1:
+                what += f" (+{len(k.writers) - 1} calls)"
+            rows.append(
+                (
+                    g.kind,
+                    k.name,
+                    k.workspace.get("stock"),
+                    k.workspace.get("memplan"),
+                    k.stack.get("stock"),
+                    k.stack.get("memplan"),
+                    what,
+                )
+            )
+    header = ("kind", "kernel", "workspace stock", "memplan", "stack stock", "memplan", "what")
+    lines += table(header, rows)
+    lines += _more(len(report.kernels), shown, "kernels")
+    lines += _failures(report, "placement")
+
+    def original(b) -> int:
+        value = at_values(report, b.region.original_bytes, b.region.original_size)
+        return value if isinstance(value, int) else 0
+
+    buffers = sorted(
+        ((k, b) for k in report.kernels for b in k.buffers),
+        key=lambda kb: (-original(kb[1]), kb[0].name, kb[1].index),
+    )
+    lines += ["", "Buffer compaction (CompactBufferAllocation), largest first"]
+    rows = [
+        (
+            k.name,
+            str(b.region.name),
+            list(b.region.original_shape),
+            list(b.region.shape),
+            at_values(report, b.region.original_bytes, b.region.original_size),
+            at_values(report, b.stock_bytes, b.stock_size),
+            at_values(report, b.region.compacted_bytes, b.region.compacted_size),
+            b.region.reason or "",
+        )
+        for k, b in buffers[:TOP]
+    ]
+    header = ("kernel", "buffer", "shape", "ours", "bytes", "stock", "ours", "kept because")
+    lines += table(header, rows) if rows else ["  no allocated buffers"]
+    lines += _more(len(buffers), TOP, "buffers")
+    lines += _failures(report, "compaction")
+
+    def placed(d) -> int:
+        value = at_values(report, d.nbytes, d.size)
+        return value if isinstance(value, int) else 0
+
+    decisions = sorted(
+        ((k, d) for k in report.kernels for d in k.placement),
+        key=lambda kd: (-placed(kd[1]), kd[0].name),
+    )
+    lines += ["", "Allocation placement (LowerTVMBuiltin), largest first"]
+    rows = [
+        (
+            k.name,
+            str(d.name),
+            str(d.scope),
+            at_values(report, d.nbytes, d.size),
+            str(d.stock_placement),
+            str(d.placement),
+            str(d.reason),
+        )
+        for k, d in decisions[:TOP]
+    ]
+    header = ("kernel", "buffer", "scope", "bytes", "stock", "ours", "why (ours)")
+    lines += table(header, rows) if rows else ["  no allocations"]
+    lines += _more(len(decisions), TOP, "allocations")
+    return lines
+
+
+def _totals(report: Report) -> list[str]:
+    c = compaction_totals(report)
+    p = placement_totals(report)
+    rows = [
+        (
+            "compacted bytes",
+            c["original"],
+            c["stock"],
+            c["memplan"],
+            ratio(c["memplan"], c["stock"]),
+        )
+    ]
+    for where in ("stack", "workspace"):
+        stock, ours = p["stock"][where], p["memplan"][where]
+        rows.append(
+            (
+                f"{where} allocations (bytes)",
+                "",
+                f"{stock[0]} ({cell(stock[1])})",
+                f"{ours[0]} ({cell(ours[1])})",
+                "",
+            )
+        )
+    inplace = report.inplace
+    if inplace is not None:
+        conv = inplace.conversions
+        rows.append(("in-place conversions", "", conv["stock"], conv["memplan"], ""))
+        stock, ours = report.summary.stock.vm, report.summary.memplan.vm
+        rows.append(
+            ("planned VM storage bytes", inplace.without_inplace, stock, ours, ratio(ours, stock))
+        )
+        bound = [int((f.plan_at or f.plan).peak_live_bytes) for f in report.relax if f.plan]
+        rows.append(("  peak-live bound (ours)", "", "", max(bound, default=None), ""))
+    return [
+        "",
+        "Totals of each pass",
+        *table(("", "without", "stock", "memplan", "memplan/stock"), rows),
+    ]
+
+
+def fit_lines(fit: FitResult) -> list[str]:
+    """The fit check: each budget, and the largest contributors of those exceeded."""
+    lines = [f"Fit check (memplan build): {'fits' if fit.fits else 'DOES NOT FIT'}"]
+    for b in fit.budgets:
+        figure = "unknown" if b.figure is None else f"{b.figure} B"
+        verdict = "fits" if b.fits else "exceeds"
+        lines.append(f"  {b.name}: {figure} {verdict} the budget of {b.budget} B ({b.meaning})")
+        for c in b.contributors:
+            lines.append(f"    {c.name} ({c.function}): {c.bytes} B, {c.origin}")
+            lines.append(f"      done: {c.done}")
+            lines.append(f"      could: {c.could or 'nothing left to do'}")
+    return lines
 
 
 def render_text(report: Report) -> str:
     lines = [f"tvm-memplan report: {report.input} (target {report.target})", ""]
-
-    lines.append("Buffer compaction (CompactBufferAllocation): bytes per allocated buffer")
-    rows = [
-        (
-            b.function,
-            b.buffer,
-            b.shape,
-            b.compacted_shape,
-            b.original_bytes,
-            b.stock_bytes,
-            b.ours_bytes,
-            b.reason or "",
-        )
-        for b in report.compaction.buffers
-    ]
-    if rows:
-        header = ("function", "buffer", "shape", "ours", "bytes", "stock", "ours", "kept because")
-        lines += table(header, rows)
-    else:
-        lines.append("  no allocated buffers")
-
-    lines += ["", "Allocation placement (LowerTVMBuiltin): stack or workspace"]
-    rows = [
-        (a.function, a.buffer, a.scope, a.bytes, a.stock, a.ours, a.reason)
-        for a in report.placement.allocations
-    ]
-    if rows:
-        header = ("function", "buffer", "scope", "bytes", "stock", "ours", "why (ours)")
-        lines += table(header, rows)
-    else:
-        lines.append("  no allocations")
-
-    inplace = report.inplace
-    if inplace is not None:
-        lines += [
-            "",
-            "Relax memory plan (StaticPlanBlockMemory): bytes per function, "
-            "after our in-place pass",
-        ]
-        rows = [
-            (
-                m.function,
-                f"{sum(t.storage >= 0 for t in m.tensors)}/{len(m.tensors)}",
-                m.bound_bytes,
-                m.stock_bytes,
-                m.ours_bytes,
-                ratio(m.ours_bytes, m.stock_bytes),
-                m.planner,
-            )
-            for m in report.memory
-        ]
-        header = ("function", "planned", "bound", "stock", "ours", "ours/stock", "planner")
-        lines += table(header, rows) if rows else ["  no Relax functions"]
-        lines += ["", "In-place calls (DataflowUseInplaceCalls)"]
-        rows = [
-            (b.function, b.binding, b.op, f"in place on {b.arg}")
-            for b in inplace.bindings
-            if b.inplace
-        ]
-        lines += table(("function", "binding", "op", "ours"), rows) if rows else ["  none"]
-        refused = sum(not b.inplace for b in inplace.bindings)
-        lines.append(f"  {refused} other call bindings stay as they are (--json lists why)")
-        for note in inplace.notes:
-            lines.append(f"  note: {note}")
-
-    lines += ["", "Totals", *_totals_lines(report)]
+    lines += summary_lines(report.summary)
+    if report.failures:
+        lines += ["", "Passes that fail on this model (their rows below say so; the rest is shown)"]
+        lines += [f"  {f.text}" for f in report.failures]
+    lines += _per_function(report)
+    lines += _relax(report)
+    lines += _inplace(report)
+    lines += _kernels(report)
+    lines += _totals(report)
     if report.fit is not None:
-        lines += ["", *fit_lines(report)]
+        lines += ["", *fit_lines(report.fit)]
     return "\n".join(lines)
-
-
-def _totals_lines(report: Report) -> list[str]:
-    c = report.compaction.totals
-    p = report.placement.totals
-    rows = [
-        (
-            "compacted bytes",
-            c["original_bytes"],
-            c["stock_bytes"],
-            c["ours_bytes"],
-            ratio(c["ours_bytes"], c["stock_bytes"]),
-        ),
-        (
-            "stack allocations (bytes)",
-            "",
-            f"{p['stock_stack']['count']} ({cell(p['stock_stack']['bytes'])})",
-            f"{p['ours_stack']['count']} ({cell(p['ours_stack']['bytes'])})",
-            "",
-        ),
-        (
-            "workspace allocations (bytes)",
-            "",
-            f"{p['stock_workspace']['count']} ({cell(p['stock_workspace']['bytes'])})",
-            f"{p['ours_workspace']['count']} ({cell(p['ours_workspace']['bytes'])})",
-            "",
-        ),
-    ]
-    inplace = report.inplace
-    if inplace is not None:
-        conv, planned = inplace.conversions, inplace.planned_bytes
-        rows.append(("in-place conversions", "", conv["stock"], conv["ours"], ""))
-        rows.append(
-            (
-                "planned VM storage bytes",
-                planned["none"],
-                planned["stock"],
-                planned["ours"],
-                ratio(planned["ours"], planned["stock"]),
-            )
-        )
-        rows.append(("  peak-live bound (ours)", "", "", planned["bound"], ""))
-    return table(("", "without", "stock", "ours", "ours/stock"), rows)
-
-
-def fit_lines(report: Report) -> list[str]:
-    """The fit check: each budget, and the largest contributors of those exceeded."""
-    fit = report.fit
-    lines = [f"Fit check (memplan build): {'fits' if fit.fits else 'DOES NOT FIT'}"]
-    for b in fit.budgets:
-        figure = "unknown (symbolic sizes)" if b.figure is None else f"{b.figure} B"
-        verdict = "fits" if b.fits else "exceeds"
-        lines.append(f"  {b.name}: {figure} {verdict} the budget of {b.budget} B ({b.meaning})")
-        if not b.fits and b.contributors:
-            rows = [
-                (c.name, c.function, c.bytes, "yes" if c.shrinkable else "no", c.note)
-                for c in b.contributors
-            ]
-            header = ("largest", "function", "bytes", "shrinkable", "memplan")
-            lines += table(header, rows, indent="    ")
-    return lines

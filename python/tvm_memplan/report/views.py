@@ -1,0 +1,191 @@
+"""What both renderers show in the same order: kernels grouped by what they compute, tensors
+and buffers largest first, and each failure next to the rows it concerns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import sizes
+from .model import Failure, Kernel, Report
+from .needs import placement_of
+
+__all__ = [
+    "Group",
+    "tensor_bytes",
+    "at_values",
+    "plan_bytes",
+    "TensorRow",
+    "compaction_totals",
+    "kernel_bytes",
+    "kernel_groups",
+    "largest_tensors",
+    "placement_totals",
+    "section_failures",
+]
+
+#: Which failures concern which part of the report.
+SECTIONS = {
+    "relax": (
+        "inplace.memplan",
+        "pipeline.memplan",
+        "plan.memplan",
+        "pipeline.stock",
+        "plan.stock",
+    ),
+    "inplace": ("inplace.memplan", "inplace.stock", "pipeline.none", "plan.none"),
+    "compaction": ("compile.memplan", "compaction.memplan", "compaction.stock"),
+    "placement": ("compile.memplan", "compile.stock", "placement.memplan", "placement.stock"),
+}
+
+
+def section_failures(report: Report, section: str) -> list[Failure]:
+    return [f for f in report.failures if f.stage in SECTIONS[section]]
+
+
+def kernel_bytes(kernel: Kernel) -> int:
+    """How large a kernel is, for ordering: its workspace and stack in either build, else what
+    its buffers take before compaction."""
+    figures = [
+        v for table in (kernel.workspace, kernel.stack) for v in table.values() if v is not None
+    ]
+    placed = max(
+        ((kernel.workspace.get(b) or 0) + (kernel.stack.get(b) or 0) for b in ("stock", "memplan")),
+        default=0,
+    )
+    if figures:
+        return placed
+    return sum(b.region.original_bytes or 0 for b in kernel.buffers)
+
+
+@dataclass
+class Group:
+    """Kernels that compute the same kind of op (all depthwise 3x3 convolutions, ...)."""
+
+    kind: str
+    kernels: list[Kernel]
+
+    @property
+    def bytes(self) -> int:
+        return max((kernel_bytes(k) for k in self.kernels), default=0)
+
+
+def kernel_groups(report: Report) -> list[Group]:
+    """Kernels grouped by kind, each group largest kernel first, groups by their largest."""
+    groups: dict[str, list[Kernel]] = {}
+    for k in report.kernels:
+        groups.setdefault(k.kind or "other PrimFuncs", []).append(k)
+    result = [
+        Group(kind, sorted(items, key=lambda k: (-kernel_bytes(k), k.name)))
+        for kind, items in groups.items()
+    ]
+    return sorted(result, key=lambda g: (-g.bytes, g.kind))
+
+
+@dataclass
+class TensorRow:
+    function: str
+    index: int
+    tensor: object  # analysis.PlannedTensor
+    writers: list
+
+
+def largest_tensors(report: Report) -> list[TensorRow]:
+    """Every tensor of every Relax function's memplan plan, largest first."""
+    rows = []
+    for f in report.relax:
+        plan = f.plan_at or f.plan
+        if plan is None:
+            continue
+        for i, t in enumerate(plan.tensors):
+            rows.append(TensorRow(f.function, i, t, f.writers[i] if i < len(f.writers) else []))
+    return sorted(rows, key=lambda r: (-int(r.tensor.bytes), r.function, int(r.tensor.first)))
+
+
+def _sum(values) -> int | None:
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)
+
+
+def _number(value) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+def compaction_totals(report: Report) -> dict[str, int | None]:
+    """Bytes of every allocated buffer: as scheduled, after TVM's compaction, after ours (at
+    the summary's shape values; None where symbolic without values)."""
+    buffers = [b for k in report.kernels for b in k.buffers]
+    return {
+        "original": _sum(
+            _number(at_values(report, b.region.original_bytes, b.region.original_size))
+            for b in buffers
+        ),
+        "stock": _sum(_number(at_values(report, b.stock_bytes, b.stock_size)) for b in buffers),
+        "memplan": _sum(
+            _number(at_values(report, b.region.compacted_bytes, b.region.compacted_size))
+            for b in buffers
+        ),
+    }
+
+
+def placement_totals(report: Report) -> dict[str, dict[str, tuple[int, int | None]]]:
+    """Per build, per placement: (allocations, bytes)."""
+    totals: dict[str, dict[str, tuple[int, int | None]]] = {}
+    for build in ("stock", "memplan"):
+        totals[build] = {}
+        for where in ("stack", "workspace"):
+            decisions = [
+                d
+                for k in report.kernels
+                for d in (k.placement if build == "memplan" else k.stock_placement)
+                if placement_of(d, build) == where
+            ]
+            nbytes = _sum(_number(at_values(report, d.nbytes, d.size)) for d in decisions)
+            totals[build][where] = (len(decisions), nbytes)
+    return totals
+
+
+def at_values(report: Report, nbytes: int | None, size) -> int | str | None:
+    """A buffer's bytes: exact when static, else at the summary's shape values, else the
+    expression."""
+    if nbytes is not None:
+        return int(nbytes)
+    value = sizes.evaluate(size, report.summary.evaluated_at)
+    if value is not None:
+        return value
+    return None if size is None else sizes.text(size)
+
+
+def plan_bytes(f, which: str) -> int | str | None:
+    """A Relax function's plan bytes, as the plan records give them: at the summary's values
+    where symbolic (``plan_at``), else the expression. ``which``: "memplan" (what the pass
+    allocates), "planned" (tvm-memplan's planner), "stock" (TVM's planner on the same IR),
+    "stock_build" (the stock build)."""
+    if which == "stock_build":
+        plan, evaluated, fields = f.stock_build, f.stock_build_at, ("stock_bytes", "stock_size")
+    else:
+        plan, evaluated = f.plan, f.plan_at
+        if which == "memplan":
+            which = "stock" if plan is not None and str(plan.planner) == "stock" else "planned"
+        fields = (
+            ("planned_bytes", "planned_size")
+            if which == "planned"
+            else ("stock_bytes", "stock_size")
+        )
+    if plan is None:
+        return None
+    if evaluated is not None:
+        value = int(getattr(evaluated, fields[0]))
+        return value if value >= 0 else None
+    size = getattr(plan, fields[1])
+    if size is not None and sizes.free_vars(size):
+        return sizes.text(size)  # the record's bytes leave the symbolic part out
+    value = int(getattr(plan, fields[0]))
+    return value if value >= 0 else None
+
+
+def tensor_bytes(tensor) -> int | str:
+    """A planned tensor's bytes, or its size as an expression where it has no value."""
+    nbytes = int(tensor.bytes)
+    if nbytes >= 0:
+        return nbytes
+    return sizes.text(tensor.size) if tensor.size is not None else "-"
