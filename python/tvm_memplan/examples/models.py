@@ -4,11 +4,12 @@ Each builder returns ``(IRModule, function name)``; the exported function takes 
 input first and the weights after it (``export_tvm``'s layout), so weights are parameters the
 caller owns, as in a deployed model. Besides small blocks (an MLP, one transformer block, an
 LSTM cell) the zoo holds scaled-down versions of the architectures users deploy: a ResNet, a
-MobileNetV2, a MnasNet, a DenseNet, a U-Net and a vision transformer.
+MobileNetV2, a MnasNet, a DenseNet, a U-Net, an Inception network and a vision transformer.
 """
 
 from __future__ import annotations
 
+from tvm import relax
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
 
@@ -350,6 +351,44 @@ class UNet(nn.Module):
         return self.head(d1)
 
 
+class InceptionBlock(nn.Module):
+    """GoogLeNet's block: four branches (1x1; 1x1 then 3x3; 1x1 then two 3x3; 3x3 max pool then
+    1x1) over the same input, concatenated along the channels."""
+
+    def __init__(self, inputs: int, width: int):
+        self.branch1 = nn.Conv2D(inputs, width, 1)
+        self.reduce3 = nn.Conv2D(inputs, width, 1)
+        self.conv3 = nn.Conv2D(width, 2 * width, 3, padding=1)
+        self.reduce5 = nn.Conv2D(inputs, width // 2, 1)
+        self.conv5a = nn.Conv2D(width // 2, width, 3, padding=1)
+        self.conv5b = nn.Conv2D(width, width, 3, padding=1)
+        self.pool_proj = nn.Conv2D(inputs, width, 1)
+
+    def forward(self, x: nn.Tensor):
+        b1 = nn.relu(self.branch1(x))
+        b2 = nn.relu(self.conv3(nn.relu(self.reduce3(x))))
+        b3 = nn.relu(self.conv5b(nn.relu(self.conv5a(nn.relu(self.reduce5(x))))))
+        pooled = op.wrap_nested(
+            relax.op.nn.max_pool2d(x._expr, pool_size=3, strides=1, padding=1), name="max_pool"
+        )
+        b4 = nn.relu(self.pool_proj(pooled))
+        return op.concat([b1, b2, b3, b4], dim=1)
+
+
+class Inception(nn.Module):
+    """Inception-like at 32x32: a stem and two Inception blocks, then a classifier."""
+
+    def __init__(self, width: int = 8, classes: int = 10):
+        self.stem = nn.Conv2D(3, 2 * width, 3, padding=1)
+        self.block1 = InceptionBlock(2 * width, width)
+        self.block2 = InceptionBlock(5 * width, width)
+        self.head = nn.Linear(5 * width, classes)
+
+    def forward(self, x: nn.Tensor):
+        h = self.block2(self.block1(nn.relu(self.stem(x))))
+        return self.head(_global_average_pool(h))
+
+
 class VisionTransformer(nn.Module):
     """ViT-like: a strided convolution cuts patches, a learned position embedding, transformer
     encoder blocks, a final norm, mean pooling over tokens and a classifier."""
@@ -429,6 +468,10 @@ def unet():
     return _export(UNet(), (1, 3, 32, 32))
 
 
+def inception():
+    return _export(Inception(), (1, 3, 32, 32))
+
+
 def vision_transformer():
     return _export(VisionTransformer(), (1, 3, 32, 32))
 
@@ -444,5 +487,6 @@ ZOO = {
     "mnasnet": mnasnet,
     "densenet": densenet,
     "unet": unet,
+    "inception": inception,
     "vision_transformer": vision_transformer,
 }
