@@ -39,3 +39,29 @@ def test_fit_example_is_the_commands_output():
 
 def test_the_screenshot_is_committed():
     assert (DOCS / "report-example.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _option_rows(page: str) -> dict[str, str]:
+    """`name` -> default, from the first table of a pass page whose header is an option table."""
+    text = (DOCS / "passes" / page).read_text()
+    (table,) = re.findall(r"\| option \| default \| meaning \|\n\| --- .*?\n((?:\|.*\n)+)", text)
+    return dict(re.findall(r"^\| `(\w+)` \| `([^`]+)` \|", table, flags=re.M))
+
+
+def test_pass_pages_list_each_option_with_its_declared_default():
+    """Options are declared once, in C++ (names, docs, defaults through reflection); each pass
+    page's table shows exactly those options with those defaults."""
+    from tvm_memplan.transform.compact_buffer_allocation import CompactionOptions
+    from tvm_memplan.transform.dataflow_use_inplace_calls import InplaceOptions
+    from tvm_memplan.transform.static_plan_block_memory import MemoryPlanOptions
+
+    for page, options in [
+        ("compact_buffer_allocation.md", CompactionOptions),
+        ("dataflow_use_inplace_calls.md", InplaceOptions),
+        ("static_plan_block_memory.md", MemoryPlanOptions),
+    ]:
+        declared = {f.name: f.c_default for f in options.__tvm_ffi_type_info__.fields}
+        shown = _option_rows(page)
+        assert set(shown) == set(declared), page
+        for name, default in declared.items():
+            assert shown[name] == (f'"{default}"' if isinstance(default, str) else repr(default))

@@ -97,9 +97,7 @@ PrimFunc CompactBufferAllocation(const PrimFunc& func, const CompactionOptions& 
 
 TVM_FFI_STATIC_INIT_BLOCK() {
   tvm::ffi::reflection::GlobalDef().def(
-      "tvm_memplan.transform.CompactBufferAllocation", [](bool is_strict) {
-        CompactionOptions options;
-        options.is_strict = is_strict;
+      "tvm_memplan.transform.CompactBufferAllocation", [](CompactionOptions options) {
         return MakePrimFuncPass(
             "tvm_memplan.CompactBufferAllocation", 0,
             [options](PrimFunc func, IRModule, ObjectRef) {

@@ -604,12 +604,20 @@ std::vector<CompactedRegion> AnalyzeCompaction(const PrimFunc& func,
   return collector.Results();
 }
 
+void CompactionOptionsObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<CompactionOptionsObj>().def_ro(
+      "is_strict", &CompactionOptionsObj::is_strict,
+      "Never let a compacted extent exceed the original one (True), or size each dimension "
+      "exactly to what the accesses cover, which may be larger (False).",
+      refl::DefaultValue(true));
+}
+
 TVM_FFI_STATIC_INIT_BLOCK() {
+  CompactionOptionsObj::RegisterReflection();
   CompactedRegionRecordObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def(
-      "tvm_memplan.analysis.compacted_regions", [](ObjectRef func, bool is_strict) {
-        CompactionOptions options;
-        options.is_strict = is_strict;
+      "tvm_memplan.analysis.compacted_regions", [](ObjectRef func, CompactionOptions options) {
         Array<ObjectRef> out;
         for (const CompactedRegion& r :
              AnalyzeCompaction(PrimFunc(func, "compacted_regions"), options)) {

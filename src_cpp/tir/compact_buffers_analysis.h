@@ -47,13 +47,27 @@
 namespace tvm_memplan {
 namespace tir {
 
-/*! \brief Options of CompactBufferAllocation (mirrors the stock pass). */
-struct CompactionOptions {
+/*!
+ * \brief Options of CompactBufferAllocation (mirroring the stock pass's), reflected as
+ *        `tvm_memplan.tir.CompactionOptions`: Python reads names, docs and defaults from here.
+ */
+class CompactionOptionsObj : public ffi::Object {
+ public:
   /*!
    * \brief Never let a compacted extent exceed the original one (true), or size each
    *        dimension exactly to what the accesses cover, which may be larger (false).
    */
   bool is_strict = true;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.CompactionOptions", CompactionOptionsObj,
+                                    ffi::Object);
+};
+
+class CompactionOptions : public ffi::ObjectRef {
+ public:
+  CompactionOptions() : ObjectRef(ffi::make_object<CompactionOptionsObj>()) {}
+  TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(CompactionOptions, ObjectRef, CompactionOptionsObj);
 };
 
 /*! \brief The analysis result for one allocated buffer. */

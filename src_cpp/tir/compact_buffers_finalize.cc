@@ -48,7 +48,7 @@ class Finalizer {
     }
     // Shifting a buffer of the same size gains nothing, except that non-strict mode promises
     // exactly the accessed region.
-    if (same_shape && (scope_.options.is_strict || !moved) &&
+    if (same_shape && (scope_.options->is_strict || !moved) &&
         ffi::StructuralEqual::Equal(strides, buffer.strides())) {
       return Unchanged(t_.accessed ? "the accesses cover the whole buffer" : "it is not accessed");
     }
@@ -111,7 +111,7 @@ class Finalizer {
     std::optional<int64_t> const_extent = AsConstInt(extent);
     if (dim.ranges.empty()) {
       // Never accessed (or only in unreachable code): one element is enough.
-      if (options.is_strict && !(const_extent && *const_extent >= 1)) {
+      if (options->is_strict && !(const_extent && *const_extent >= 1)) {
         return std::make_pair(IntConst(dtype, 0), extent);
       }
       return std::make_pair(IntConst(dtype, 0), IntConst(extent, 1));
@@ -123,7 +123,7 @@ class Finalizer {
     }
     Bound lo = Combine(los, /*take_min=*/true, dtype);
     Bound hi = Combine(his, /*take_min=*/false, dtype);
-    if (options.is_strict) {
+    if (options->is_strict) {
       // Clamp to [0, extent - 1]: accesses outside the original buffer were out of bounds.
       auto [lo_min, lo_max] = ConstBounds(lo, dtype);
       if (lo_max <= 0 || (lo.affine && lo.affine->IsConstant() && lo_min < 0)) {
@@ -158,7 +158,7 @@ class Finalizer {
     // bound we can prove; a symbolic extent only when it names no loop and reads no memory.
     if (lo.affine && hi.affine && lo.affine->SameTerms(*hi.affine)) {
       int64_t e = hi.affine->constant - lo.affine->constant + 1;
-      if (options.is_strict && const_extent) e = std::min(e, *const_extent);
+      if (options->is_strict && const_extent) e = std::min(e, *const_extent);
       return {offset, IntConst(extent, std::max<int64_t>(e, 1))};
     }
     ObjectRef span = analyzer_->Simplify(
@@ -176,7 +176,7 @@ class Finalizer {
       }
     }
     if (pairwise != kNoBound) bound = std::min(bound, pairwise + 1);
-    if (options.is_strict && const_extent) bound = std::min(bound, *const_extent);
+    if (options->is_strict && const_extent) bound = std::min(bound, *const_extent);
     if (bound == kNoBound) return full("extent depends on a loop and has no constant bound");
     return {offset, IntConst(extent, std::max<int64_t>(bound, 1))};
   }

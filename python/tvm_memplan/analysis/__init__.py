@@ -6,6 +6,7 @@ from __future__ import annotations
 import tvm
 import tvm_ffi
 
+from ..transform.compact_buffer_allocation import compaction_options
 from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
 from ._records import check_tir
@@ -114,8 +115,10 @@ class CompactedRegion(tvm_ffi.Object):
         return self.reason is None
 
 
-def compacted_regions(func: tvm.tirx.PrimFunc, is_strict: bool = True) -> list[CompactedRegion]:
+def compacted_regions(
+    func: tvm.tirx.PrimFunc, is_strict: bool | None = None
+) -> list[CompactedRegion]:
     """The region analysis of CompactBufferAllocation, one record per allocated buffer."""
     if not isinstance(func, tvm.tirx.PrimFunc):
         raise TypeError(f"compacted_regions expects a tvm.tirx.PrimFunc, got {type(func).__name__}")
-    return list(_ffi_api.compacted_regions(func, bool(is_strict)))
+    return list(_ffi_api.compacted_regions(func, compaction_options(is_strict)))

@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import tvm
+import tvm_ffi
 
+from .. import _lib  # noqa: F401  (registers the options type before it is bound below)
 from . import _ffi_api
 
 
-def CompactBufferAllocation(is_strict: bool = True) -> tvm.transform.Pass:
+@tvm_ffi.register_object("tvm_memplan.tir.CompactionOptions")
+class CompactionOptions(tvm_ffi.Object):
+    """Options of CompactBufferAllocation; fields, docs and defaults come from the C++ core
+    (``src_cpp/tir/compact_buffers_analysis.h``)."""
+
+
+def compaction_options(is_strict: bool | None = None) -> CompactionOptions:
+    """The options object (None: the default of the C++ declaration)."""
+    if is_strict is None:
+        return CompactionOptions()
+    if not isinstance(is_strict, bool):
+        raise TypeError(f"is_strict must be a bool, got {type(is_strict).__name__}")
+    return CompactionOptions(is_strict=is_strict)
+
+
+def CompactBufferAllocation(is_strict: bool | None = None) -> tvm.transform.Pass:
     """Shrink every buffer a PrimFunc allocates to the box its accesses cover.
 
     A drop-in replacement for ``tvm.s_tir.transform.CompactBufferAllocation`` that works on
@@ -20,9 +37,7 @@ def CompactBufferAllocation(is_strict: bool = True) -> tvm.transform.Pass:
     Parameters
     ----------
     is_strict : bool
-        Never let a compacted extent exceed the original one (the default), or size each
+        Never let a compacted extent exceed the original one (default True), or size each
         dimension exactly to what the accesses cover, which may be larger.
     """
-    if not isinstance(is_strict, bool):
-        raise TypeError(f"is_strict must be a bool, got {type(is_strict).__name__}")
-    return _ffi_api.CompactBufferAllocation(is_strict)
+    return _ffi_api.CompactBufferAllocation(compaction_options(is_strict))
