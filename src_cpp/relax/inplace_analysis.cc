@@ -423,13 +423,18 @@ class Analysis {
    */
   std::optional<ObjectRef> ReshapeSource(const Step& step, const Call& call) const {
     if (!step.dataflow || !ir::relax::IsDataflowVar(step.binding->var().ref())) return std::nullopt;
+    // The tensor operands: a constant counts too (a view of a constant holds no planned storage).
+    Array<ObjectRef> operands = call.args();
+    if (call.IsOp(schema::op::CallTIR)) {
+      std::optional<Tuple> tuple = operands.size() > 1 ? As<Tuple>(operands[1]) : std::nullopt;
+      if (!tuple) return std::nullopt;
+      operands = tuple->fields();
+    }
     std::optional<ObjectRef> source;
-    for (const Object* var : step.uses) {
-      if (flow_.Find(var) == nullptr) continue;
-      ObjectRef ref = ffi::GetRef<ObjectRef>(var);
-      if (!Is<TensorType>(TypeOf(ref))) continue;
+    for (const ObjectRef& operand : operands) {
+      if (!Is<TensorType>(TypeOf(operand))) continue;
       if (source) return std::nullopt;  // more than one tensor argument
-      source = ref;
+      source = operand;
     }
     if (!source) return std::nullopt;
     std::optional<TensorType> from = As<TensorType>(TypeOf(*source));
