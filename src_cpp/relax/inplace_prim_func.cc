@@ -237,6 +237,20 @@ class ConflictProof {
     return thread_vars_.emplace(key, MakeScalarVar(tag, DTypeOf(like))).first->second;
   }
 
+  /*!
+   * \brief The coordinate of an ordinary loop: its var, or a var counting from 0 when the loop
+   *        does not (the iter-map inverse is taken over zero-based iterators).
+   */
+  ObjectRef LoopVar(const LoopScope& loop) {
+    std::optional<int64_t> min = AsConstInt(loop.min);
+    if (min && *min == 0) return loop.var;
+    auto it = zero_based_.find(loop.var.get());
+    if (it != zero_based_.end()) return it->second;
+    ObjectRef var = MakeScalarVar(Var(loop.var).name(), DTypeOf(loop.var));
+    keep_alive_.push_back(loop.var);
+    return zero_based_.emplace(loop.var.get(), var).first->second;
+  }
+
   /*! \brief The smallest of `extents` (constant when they all are). */
   static ObjectRef Smallest(const std::vector<ObjectRef>& extents, bool largest = false) {
     ObjectRef best = extents[0];
@@ -269,7 +283,9 @@ class ConflictProof {
     }
     for (const LoopScope& loop : access.loops) {
       if (IsHardwareTag(loop.thread_tag)) continue;
-      frame.coords.push_back(Coord{loop.var, loop.min, loop.extent});
+      ObjectRef coord = LoopVar(loop);
+      if (!coord.same_as(loop.var)) to_thread.Set(loop.var, Add(coord, loop.min));
+      frame.coords.push_back(Coord{coord, IntConst(loop.extent, 0), loop.extent});
     }
     auto canonical = [&](const ObjectRef& expr) {
       return to_thread.empty() ? expr : Substitute(expr, to_thread);
@@ -342,7 +358,7 @@ class ConflictProof {
       if (load.kernel != nullptr && load.kernel == store.kernel) shared = frame.thread_coords;
       for (size_t i = 0; i < load.loops.size() && i < store.loops.size(); ++i) {
         if (!load.loops[i].node.same_as(store.loops[i].node)) break;
-        if (!IsHardwareTag(load.loops[i].thread_tag)) shared.push_back(load.loops[i].var);
+        if (!IsHardwareTag(load.loops[i].thread_tag)) shared.push_back(LoopVar(load.loops[i]));
       }
     }
     if (shared.empty()) return std::nullopt;  // program order: the load's statement runs first
@@ -374,6 +390,8 @@ class ConflictProof {
   std::string input_;
   std::optional<std::string> failure_;
   std::map<std::pair<const Object*, std::string>, ObjectRef> thread_vars_;
+  std::map<const Object*, ObjectRef> zero_based_;
+  std::vector<ObjectRef> keep_alive_;  // loop vars keyed by address in zero_based_
 };
 
 }  // namespace
