@@ -247,8 +247,8 @@ def read_after_write(a: T.Buffer((16,), F32), out: T.Buffer((16,), F32)):
 def every_thread_writes(a: T.Buffer((16,), F32), out: T.Buffer((16,), F32)):
     """The store runs in each of the 32 threads of the kernel (no loop binds it to one):
     a thread may read an element another has already overwritten."""
-    for bx in T.thread_binding(1, thread="blockIdx.x"):
-        for tx in T.thread_binding(32, thread="threadIdx.x"):
+    for bx in T.thread_binding(1, thread="blockIdx.x"):  # noqa: B007
+        for tx in T.thread_binding(32, thread="threadIdx.x"):  # noqa: B007
             for i in range(16):
                 out[i] = a[i] * T.float32(2)
 
