@@ -36,6 +36,7 @@ from . import transform
 __all__ = [
     "HOST_FINALIZE_SUBSTITUTIONS",
     "MAIN_SUBSTITUTIONS",
+    "PLANNER_SUBSTITUTIONS",
     "RELAX_SUBSTITUTIONS",
     "PIPELINE_NAME",
     "STOCK_PIPELINE",
@@ -116,11 +117,17 @@ def _dispatching(key: tuple[str, str], stock: Callable) -> Callable:
     return constructor
 
 
+# Why a required substitution may not happen, when the stock pipeline itself was run.
+_STOCK_CHANGED = "the stock pipeline of this TVM no longer builds it through that module"
+
+
 @contextlib.contextmanager
-def _substituted(substitutions: tuple[Substitution, ...], pipeline: str):
+def _substituted(
+    substitutions: tuple[Substitution, ...], pipeline: str, missing: str = _STOCK_CHANGED
+):
     """Within the block, on this thread, the constructors build our passes; the block receives
     the set of substitutions made (keys). When the block ends normally, a substitution that was
-    required but never happened is an error naming `pipeline`."""
+    required but never happened is an error naming `pipeline` and saying `missing`."""
     with _lock:
         for s in substitutions:
             stock, users = _installed.get(s.key, (getattr(s.module, s.name), 0))
@@ -142,18 +149,17 @@ def _substituted(substitutions: tuple[Substitution, ...], pipeline: str):
                     del _installed[s.key]
                 else:
                     _installed[s.key] = (stock, users - 1)
-    _check_used(substitutions, used, pipeline)
+    _check_used(substitutions, used, pipeline, missing)
 
 
-def _check_used(substitutions: tuple[Substitution, ...], used: set, pipeline: str) -> None:
+def _check_used(
+    substitutions: tuple[Substitution, ...], used: set, pipeline: str, why: str
+) -> None:
     ctx = tvm.transform.PassContext.current()
     missing = [s for s in substitutions if s.key not in used and s.required(ctx)]
     if missing:
         names = ", ".join(f"{s.module.__name__}.{s.name}" for s in missing)
-        raise RuntimeError(
-            f'the "{PIPELINE_NAME}" {pipeline} could not replace {names}: the stock '
-            "pipeline of this TVM no longer builds it through that module"
-        )
+        raise RuntimeError(f'the "{PIPELINE_NAME}" {pipeline} could not replace {names}: {why}')
 
 
 def memplan_pipeline(**kwargs):
@@ -198,73 +204,83 @@ def stock_relax_pipeline(target: tvm.target.Target | None) -> tvm.transform.Pass
     return tvm.relax.get_pipeline("default")
 
 
-def _inplace_before_legalization(stock_legalize_ops, *args, **kwargs):
+def _inplace_before_legalization(legalize_ops: tvm.transform.Pass) -> tvm.transform.Pass:
     # Operator calls become in-place calls before they are legalized, except on GPUs: there the
     # pipeline schedules what it legalizes (dlight), and an in-place PrimFunc defeats its rules.
-    stock = stock_legalize_ops(*args, **kwargs)
     if _is_gpu(tvm.target.Target.current(allow_none=True)):
-        return stock
+        return legalize_ops
     return tvm.transform.Sequential(
-        [transform.DataflowUseInplaceCalls(planner="memplan", gpu=False), stock],
+        [transform.DataflowUseInplaceCalls(planner="memplan", gpu=False), legalize_ops],
         name="tvm_memplan.LegalizeOps",
     )
 
 
-def _inplace_after_scheduling(stock_rewrite_dataflow_reshape):
+def _inplace_after_scheduling(rewrite_dataflow_reshape: tvm.transform.Pass) -> tvm.transform.Pass:
     # The last point in every stock pipeline where the module is still dataflow Relax calling
     # its final PrimFuncs: after LegalizeOps, FuseOps, FuseTIR and the GPU schedules.
     return tvm.transform.Sequential(
-        [transform.DataflowUseInplaceCalls(planner="memplan"), stock_rewrite_dataflow_reshape()],
+        [transform.DataflowUseInplaceCalls(planner="memplan"), rewrite_dataflow_reshape],
         name="tvm_memplan.RewriteDataflowReshape",
     )
 
 
-# The passes of the stock Relax pipeline that "memplan" replaces.
-RELAX_SUBSTITUTIONS: tuple[Substitution, ...] = (
-    Substitution(
-        tvm.relax.transform,
-        "StaticPlanBlockMemory",
-        lambda stock: transform.StaticPlanBlockMemory(),
-    ),
-    Substitution(tvm.relax.transform, "RewriteDataflowReshape", _inplace_after_scheduling),
-    Substitution(
-        tvm.relax.transform,
-        "LegalizeOps",
-        _inplace_before_legalization,
-        required=lambda ctx: False,  # RewriteDataflowReshape's in-place pass suffices
-    ),
-    Substitution(
-        tvm.relax.transform,
-        "DataflowUseInplaceCalls",
-        lambda stock: transform.DataflowUseInplaceCalls(planner="memplan"),
-        required=lambda ctx: False,  # no stock pipeline has it
-    ),
-)
+def _our_planner(_stock_planner: tvm.transform.Pass) -> tvm.transform.Pass:
+    return transform.StaticPlanBlockMemory()
 
-# Pass names (PassInfo.name) of the stock passes of a Sequential built before relax_pipeline saw
-# it, and the substitution that replaces each (its stock constructor called without arguments).
-_BUILT_PASSES = {
-    s.name: s
-    for s in RELAX_SUBSTITUTIONS
-    if s.name in ("StaticPlanBlockMemory", "RewriteDataflowReshape", "DataflowUseInplaceCalls")
+
+def _our_inplace_pass(_stock_inplace_pass: tvm.transform.Pass) -> tvm.transform.Pass:
+    return transform.DataflowUseInplaceCalls(planner="memplan")
+
+
+# How each stock Relax pass is replaced: the pass (as the stock constructor built it) -> ours.
+_RELAX_REPLACEMENTS = {
+    "StaticPlanBlockMemory": _our_planner,
+    "RewriteDataflowReshape": _inplace_after_scheduling,
+    "LegalizeOps": _inplace_before_legalization,
+    "DataflowUseInplaceCalls": _our_inplace_pass,
 }
 
 
+def _relax_substitution(name: str, required: bool) -> Substitution:
+    replacement = _RELAX_REPLACEMENTS[name]
+    return Substitution(
+        tvm.relax.transform,
+        name,
+        lambda stock, *args, **kwargs: replacement(stock(*args, **kwargs)),
+        required=lambda ctx: required,
+    )
+
+
+# The passes of the stock Relax pipeline that "memplan" replaces. The in-place pass before
+# LegalizeOps is optional (RewriteDataflowReshape's suffices), and no stock pipeline has a
+# DataflowUseInplaceCalls.
+_PLANNER_SUBSTITUTION = _relax_substitution("StaticPlanBlockMemory", required=True)
+RELAX_SUBSTITUTIONS: tuple[Substitution, ...] = (
+    _PLANNER_SUBSTITUTION,
+    _relax_substitution("RewriteDataflowReshape", required=True),
+    _relax_substitution("LegalizeOps", required=False),
+    _relax_substitution("DataflowUseInplaceCalls", required=False),
+)
+# Our planner alone, in place of TVM's (what tvm_memplan.testing compares planners with).
+PLANNER_SUBSTITUTIONS: tuple[Substitution, ...] = (_PLANNER_SUBSTITUTION,)
+
+
 def _replace_built_passes(pass_: tvm.transform.Pass, used: set) -> tvm.transform.Pass:
-    """``pass_`` with the stock passes of ``_BUILT_PASSES`` replaced, inside nested
-    Sequentials too (a module pass that builds its passes when it runs is left to the
-    constructor substitution)."""
+    """``pass_`` with the stock passes of ``_RELAX_REPLACEMENTS`` that were built before the
+    pipeline ran replaced (by pass name), inside nested Sequentials too. A module pass that
+    builds its passes when it runs (TVM's and MLC-LLM's pipelines) gets ours through the
+    constructor substitution instead."""
     if isinstance(pass_, tvm.transform.Sequential):
         info = pass_.pass_info
         passes = [_replace_built_passes(p, used) for p in pass_.passes]
         return tvm.transform.Sequential(
             passes, opt_level=info.opt_level, name=info.name, required=list(info.required)
         )
-    substitution = _BUILT_PASSES.get(pass_.info.name)
-    if substitution is None:
+    name = pass_.info.name
+    if name not in _RELAX_REPLACEMENTS:
         return pass_
-    used.add(substitution.key)
-    return substitution.replace(getattr(substitution.module, substitution.name))
+    used.add((tvm.relax.transform.__name__, name))
+    return _RELAX_REPLACEMENTS[name](pass_)
 
 
 def _check_base(base) -> None:
@@ -317,7 +333,13 @@ def relax_pipeline(base="default") -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanRelaxPipeline")
     def pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         passes = _resolve(base, tvm.target.Target.current(allow_none=True))
-        with _substituted(RELAX_SUBSTITUTIONS, "Relax pipeline") as used:
+        missing = (
+            _STOCK_CHANGED
+            if base == "default"
+            else "the pipeline never builds it; one that stops before memory planning runs "
+            'before one that plans, as in relax_pipeline(["zero", "default"])'
+        )
+        with _substituted(RELAX_SUBSTITUTIONS, "Relax pipeline", missing) as used:
             for p in passes:
                 mod = _replace_built_passes(p, used)(mod)
         return mod

@@ -196,7 +196,7 @@ def compile_with_planner(mod: tvm.IRModule, target="llvm", planner: str = "stock
         with tvm.transform.PassContext(disabled_pass=["StaticPlanBlockMemory"]):
             return tvm.compile(mod, target=target)
     if planner == "memplan":
-        with pipeline._substituted(pipeline.RELAX_SUBSTITUTIONS, "Relax pipeline"):
+        with pipeline._substituted(pipeline.PLANNER_SUBSTITUTIONS, "Relax pipeline"):
             executable = tvm.compile(mod, target=target)
         return executable
     raise ValueError(f"planner must be one of {PLANNERS}, got {planner!r}")
