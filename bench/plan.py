@@ -12,8 +12,17 @@ results, and the pass time.
     pass and our planner), and whether the outputs are bit-identical (two runs each, inputs
     untouched).
 (c) Pass time, ours / stock, on the IR a 24-block transformer stack hands to the planner.
+(d) Fused CPU builds, the recipe of docs/pipelines.md: ``relax.get_pipeline("zero")`` (LegalizeOps,
+    FuseOps, FuseTIR), then ``tvm.compile`` or ``tvm_memplan.compile`` (our in-place pass on the
+    fused kernels and our planner): VM bytes, the peak-live bound of the IR our planner receives,
+    and identical results.
+(e) cuda builds (no GPU needed: build only): VM bytes on the IR the VM runs, stock vs memplan,
+    the kernels each build carries and the calls made in place after dlight's schedules.
 
-    python bench/plan.py [--depth 24] [--repeat 5] [--quick]
+With ``--torchvision``, torchvision networks at 64x64 join the zoo (needs torch and
+torchvision).
+
+    python bench/plan.py [--depth 24] [--repeat 5] [--quick] [--torchvision]
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ import tvm_memplan
 from tvm_memplan.analysis import memory_plan, planner_input, storage_after_planning
 from tvm_memplan.examples import models
 from tvm_memplan.instrument import capture
-from tvm_memplan.testing import identical_relax_results, relax_inputs
+from tvm_memplan.testing import device_kernel_names, identical_relax_results, relax_inputs
 
 TARGET = "llvm"
 STOCK_PLANNER = "StaticPlanBlockMemory"
@@ -48,6 +57,50 @@ def build(mod: tvm.IRModule, memplan: bool):
 
     planned = capture(run, [planner], after=True)[planner]
     return executable, planned
+
+
+def build_fused(mod: tvm.IRModule, memplan: bool):
+    """The fused CPU recipe: the executable, the module after the planner and (memplan) the
+    module the planner received."""
+    fused = relax.get_pipeline("zero")(mod)
+    planner = OUR_PLANNER if memplan else STOCK_PLANNER
+    compile_ = tvm_memplan.compile if memplan else tvm.compile
+    executable = None
+
+    def run():
+        nonlocal executable
+        executable = compile_(fused, target=TARGET)
+
+    planned = capture(run, [planner], after=True)[planner]
+    received = capture(run, [planner])[planner] if memplan else None
+    return executable, planned, received
+
+
+def build_cuda(mod: tvm.IRModule, memplan: bool):
+    """A cuda build: VM bytes after planning, the kernels, the calls made in place."""
+    planner = OUR_PLANNER if memplan else STOCK_PLANNER
+    watched = [planner] + (["tvm_memplan.RewriteDataflowReshape"] if memplan else [])
+    compile_ = tvm_memplan.compile if memplan else tvm.compile
+    executable = None
+
+    def run():
+        nonlocal executable
+        executable = compile_(mod, target="cuda")
+
+    captured = capture(run, watched, after=True)
+    inplace = 0
+    if memplan:
+        call_tir_inplace = tvm.ir.Op.get("relax.call_tir_inplace")
+
+        def visit(node):
+            nonlocal inplace
+            inplace += isinstance(node, relax.Call) and node.op == call_tir_inplace
+
+        for func in captured["tvm_memplan.RewriteDataflowReshape"].functions.values():
+            if isinstance(func, relax.Function):
+                relax.analysis.post_order_visit(func, visit)
+    kernels = device_kernel_names(executable)
+    return storage_after_planning(captured[planner]).total_bytes, kernels, inplace
 
 
 def identical(executables, func_name: str, mod: tvm.IRModule) -> bool:
@@ -70,7 +123,16 @@ def main() -> int:
     parser.add_argument("--depth", type=int, help="blocks of the timing model (default 24)")
     parser.add_argument("--repeat", type=int, help="timing repetitions, min kept (default 5)")
     parser.add_argument("--quick", action="store_true", help="depth 6 and 2 repetitions if unset")
+    parser.add_argument("--torchvision", action="store_true", help="add torchvision models")
     args = parser.parse_args()
+    zoo = dict(models.ZOO)
+    if args.torchvision:
+        from _torchvision import available, loaders
+
+        if not available():
+            print("--torchvision needs torch and torchvision", file=sys.stderr)
+            return 2
+        zoo.update(loaders())
     if args.depth is None:
         args.depth = 6 if args.quick else 24
     if args.repeat is None:
@@ -86,7 +148,7 @@ def main() -> int:
     totals = {"bound": 0, "stock": 0, "ours": 0}
     at_bound = ours_le_stock = True
     built = {}
-    for name, builder in models.ZOO.items():
+    for name, builder in zoo.items():
         mod, func_name = builder()
         (plan,) = memory_plan(mod, TARGET)
         bound, stock, ours = plan.peak_live_bytes, plan.stock_bytes, plan.planned_bytes
@@ -159,8 +221,85 @@ def main() -> int:
         ("results identical", all_identical),
     ]
     print("targets: " + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in targets))
+
+    print()
+    print(
+        '(d) Fused CPU builds (llvm): relax.get_pipeline("zero"), then compile; VM bytes after '
+        "planning"
+    )
+    header = (
+        f"{'model':<19} {'stock':>9} {'memplan':>9} {'bound':>9} {'memplan/stock':>13} "
+        f"{'memplan/bound':>13}  identical"
+    )
+    print(header)
+    print("-" * len(header))
+    fused_totals = {"stock": 0, "memplan": 0, "bound": 0}
+    fused_identical = fused_le_stock = True
+    every_model_085 = True
+    for name, (mod, func_name) in built.items():
+        stock_exe, stock_planned, _ = build_fused(mod, memplan=False)
+        ours_exe, ours_planned, received = build_fused(mod, memplan=True)
+        stock = storage_after_planning(stock_planned).total_bytes
+        ours = storage_after_planning(ours_planned).total_bytes
+        bound = sum(p.peak_live_bytes for p in memory_plan(received, TARGET, pipeline=None))
+        same = identical([stock_exe, ours_exe], func_name, mod)
+        for key, value in (("stock", stock), ("memplan", ours), ("bound", bound)):
+            fused_totals[key] += value
+        fused_identical = fused_identical and same
+        fused_le_stock = fused_le_stock and ours <= stock
+        every_model_085 = every_model_085 and ours <= 0.85 * stock
+        print(
+            f"{name:<19} {stock:>9} {ours:>9} {bound:>9} {ours / stock:>13.3f} "
+            f"{ours / bound:>13.3f}  {'yes' if same else 'NO'}"
+        )
+    print("-" * len(header))
+    fused_ratio = fused_totals["memplan"] / fused_totals["stock"]
+    print(
+        f"{'total':<19} {fused_totals['stock']:>9} {fused_totals['memplan']:>9} "
+        f"{fused_totals['bound']:>9} {fused_ratio:>13.3f} "
+        f"{fused_totals['memplan'] / fused_totals['bound']:>13.3f}"
+    )
+    fused_targets = [
+        ("memplan <= 0.85x stock on every model", every_model_085),
+        (f"total <= 0.65x stock ({fused_ratio:.3f})", fused_ratio <= 0.65),
+        ("results identical", fused_identical),
+    ]
+    print(
+        "targets: "
+        + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in fused_targets)
+    )
+
+    print()
+    print("(e) cuda builds (build only): VM bytes after planning, kernels, calls made in place")
+    header = (
+        f"{'model':<19} {'stock':>9} {'memplan':>9} {'memplan/stock':>13} "
+        f"{'kernels':>7} {'memplan':>7} {'in place':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    cuda_totals = {"stock": 0, "memplan": 0}
+    cuda_le_stock = True
+    cuda_models = list(built)[: 4 if args.quick else None]
+    for name in cuda_models:
+        mod, _ = built[name]
+        stock, stock_kernels, _ = build_cuda(mod, memplan=False)
+        ours, kernels, inplace = build_cuda(mod, memplan=True)
+        cuda_totals["stock"] += stock
+        cuda_totals["memplan"] += ours
+        cuda_le_stock = cuda_le_stock and ours <= stock
+        print(
+            f"{name:<19} {stock:>9} {ours:>9} {ours / stock:>13.3f} "
+            f"{len(stock_kernels):>7} {len(kernels):>7} {inplace:>8}"
+        )
+    print("-" * len(header))
+    print(
+        f"{'total':<19} {cuda_totals['stock']:>9} {cuda_totals['memplan']:>9} "
+        f"{cuda_totals['memplan'] / cuda_totals['stock']:>13.3f}"
+    )
     # Soundness and never planning more than stock are errors; the other targets are reported.
-    return 0 if all_identical and ours_le_stock and builds_le_stock else 1
+    sound = all_identical and fused_identical
+    never_more = ours_le_stock and builds_le_stock and fused_le_stock and cuda_le_stock
+    return 0 if sound and never_more else 1
 
 
 if __name__ == "__main__":

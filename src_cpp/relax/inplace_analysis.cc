@@ -225,6 +225,7 @@ class Analysis {
       return decision;
     };
     if (decision.op.empty()) return refuse("calls a function, not an operator");
+    if (call.IsOp(schema::op::CallTIRInplace)) return refuse("it already runs in place");
     if (!step.dataflow && !options_.outside_dataflow) {
       return refuse("outside a dataflow block (outside_dataflow=False)");
     }
