@@ -6,6 +6,7 @@
 #include "relax/inplace_prim_func.h"
 
 #include <tvm/ffi/extra/structural_equal.h>
+#include <tvm/ffi/extra/structural_visit.h>
 
 #include <algorithm>
 #include <map>
@@ -53,6 +54,20 @@ ObjectRef Conjunction(const std::vector<ObjectRef>& conditions) {
   ObjectRef all = BoolConst(true);
   for (const ObjectRef& c : conditions) all = And(all, c);
   return all;
+}
+
+/*! \brief Whether `stmt` holds a `while` loop (the walk does not treat it as a loop). */
+bool ContainsWhile(const ObjectRef& stmt) {
+  Optional<ffi::VisitInterrupt> found =
+      ffi::StructuralVisit(stmt,
+                           [](const ObjectRef& node,
+                              ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+                             if (!node.defined() || IsVar(node) || IsTypeNode(node))
+                               return std::nullopt;
+                             if (Is<While>(node)) return ffi::VisitInterrupt();
+                             return engine->DefaultVisitExpected(node).value();
+                           });
+  return found.has_value();
 }
 
 /*! \brief One load of the input or store to the output, where it happens. */
@@ -167,6 +182,12 @@ class AccessCollector : public ScopedVisitor {
     if (call.IsOp(schema::op::BufferData) || call.IsOp(schema::op::AccessPtr) ||
         call.IsOp(schema::op::AddressOf)) {
       Fail("the PrimFunc takes a buffer's address (" + call.op_name() + ")");
+    }
+    // A buffer passed whole (to an extern or packed function) is read and written unseen.
+    for (const ObjectRef& arg : call.args()) {
+      if (IsVar(arg) && Is<Buffer>(arg) && IsInputOrOutput(Buffer(arg))) {
+        Fail("the PrimFunc passes " + Quoted(Buffer(arg).name()) + " to a call");
+      }
     }
   }
 
@@ -415,6 +436,9 @@ std::optional<std::string> CheckInplacePrimFunc(const PrimFunc& prim_func,
     if (!SameBufferType(input, output)) {
       return "the input and output buffers differ in shape, dtype or layout";
     }
+  }
+  if (ContainsWhile(prim_func.body())) {
+    return "the PrimFunc has a `while` loop, whose body may run any number of times";
   }
   Analyzer analyzer;
   AccessCollector accesses(&analyzer, buffers, output);

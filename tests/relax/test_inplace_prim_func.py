@@ -259,6 +259,26 @@ def shifted_parallel(a: T.Buffer((16,), F32), out: T.Buffer((16,), F32)):
         out[i] = a[i + 1]
 
 
+@T.prim_func(private=True)
+def while_loop(a: T.Buffer((16,), F32), out: T.Buffer((16,), F32)):
+    """The body of a `while` may run any number of times: the second time, it would read what
+    the first wrote."""
+    k = T.alloc_buffer((1,), "int32", scope="local")
+    k[0] = 0
+    while k[0] < 2:
+        for i in range(16):
+            out[i] = a[i] + T.float32(1)
+        k[0] = k[0] + 1
+
+
+@T.prim_func(private=True)
+def passed_to_extern(a: T.Buffer((16,), F32), out: T.Buffer((16,), F32)):
+    """A buffer passed whole to an extern function is read and written where nothing shows."""
+    for i in range(16):
+        out[i] = a[i]
+    T.evaluate(T.call_extern("int32", "touch", a))
+
+
 REFUSED = {
     "stencil": (stencil, "at another element than it writes"),
     "transpose": (transpose, "at another element than it writes"),
@@ -268,6 +288,8 @@ REFUSED = {
     "read after the write": (read_after_write, "read after the output is written"),
     "store run by every thread": (every_thread_writes, "not written once per element"),
     "parallel shifted read": (shifted_parallel, "at another element than it writes"),
+    "while loop": (while_loop, "`while` loop"),
+    "buffer passed to a call": (passed_to_extern, "passes `a` to a call"),
 }
 
 
