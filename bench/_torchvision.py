@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Callable
 
 import tvm
@@ -43,3 +45,19 @@ def load(name: str) -> tuple[tvm.IRModule, str]:
 
 def loaders() -> dict[str, Callable[[], tuple[tvm.IRModule, str]]]:
     return {name: (lambda name=name: load(name)) for name in MODELS}
+
+
+def add_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--torchvision", action="store_true", help="add torchvision models")
+
+
+def zoo(args: argparse.Namespace, base: dict) -> dict | None:
+    """`base` (name -> loader), with the torchvision models under ``--torchvision``; None (and
+    a message on stderr) when they were asked for and torch or torchvision is missing."""
+    models = dict(base)
+    if getattr(args, "torchvision", False):
+        if not available():
+            print("--torchvision needs torch and torchvision", file=sys.stderr)
+            return None
+        models.update(loaders())
+    return models

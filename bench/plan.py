@@ -31,7 +31,9 @@ import argparse
 import sys
 import time
 
+import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+from inplace import count_calls
 from tvm import relax
 
 import tvm_memplan
@@ -43,62 +45,52 @@ from tvm_memplan.testing import device_kernel_names, identical_relax_results, re
 TARGET = "llvm"
 STOCK_PLANNER = "StaticPlanBlockMemory"
 OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
+# The in-place pass the memplan Relax pipeline runs on the scheduled kernels.
+AFTER_SCHEDULING = "tvm_memplan.RewriteDataflowReshape"
 
 
-def build(mod: tvm.IRModule, memplan: bool):
-    """The executable and the module right after the planner."""
-    planner = OUR_PLANNER if memplan else STOCK_PLANNER
+def compile_capturing(mod: tvm.IRModule, memplan: bool, target: str, passes, after=True):
+    """``tvm.compile`` (or ``tvm_memplan.compile``) of `mod`, and the modules the passes named in
+    `passes` returned (with ``after=False``: received)."""
     compile_ = tvm_memplan.compile if memplan else tvm.compile
     executable = None
 
     def run():
         nonlocal executable
-        executable = compile_(mod, target=TARGET)
+        executable = compile_(mod, target=target)
 
-    planned = capture(run, [planner], after=True)[planner]
-    return executable, planned
+    captured = capture(run, passes, after=after)
+    return executable, captured
+
+
+def planner_of(memplan: bool) -> str:
+    return OUR_PLANNER if memplan else STOCK_PLANNER
+
+
+def build(mod: tvm.IRModule, memplan: bool):
+    """The executable and the module right after the planner."""
+    executable, captured = compile_capturing(mod, memplan, TARGET, [planner_of(memplan)])
+    return executable, captured[planner_of(memplan)]
 
 
 def build_fused(mod: tvm.IRModule, memplan: bool):
     """The fused CPU recipe: the executable, the module after the planner and (memplan) the
     module the planner received."""
     fused = relax.get_pipeline("zero")(mod)
-    planner = OUR_PLANNER if memplan else STOCK_PLANNER
-    compile_ = tvm_memplan.compile if memplan else tvm.compile
-    executable = None
-
-    def run():
-        nonlocal executable
-        executable = compile_(fused, target=TARGET)
-
-    planned = capture(run, [planner], after=True)[planner]
-    received = capture(run, [planner])[planner] if memplan else None
-    return executable, planned, received
+    planner = planner_of(memplan)
+    executable, captured = compile_capturing(fused, memplan, TARGET, [planner])
+    received = None
+    if memplan:
+        received = compile_capturing(fused, memplan, TARGET, [planner], after=False)[1][planner]
+    return executable, captured[planner], received
 
 
 def build_cuda(mod: tvm.IRModule, memplan: bool):
     """A cuda build: VM bytes after planning, the kernels, the calls made in place."""
-    planner = OUR_PLANNER if memplan else STOCK_PLANNER
-    watched = [planner] + (["tvm_memplan.RewriteDataflowReshape"] if memplan else [])
-    compile_ = tvm_memplan.compile if memplan else tvm.compile
-    executable = None
-
-    def run():
-        nonlocal executable
-        executable = compile_(mod, target="cuda")
-
-    captured = capture(run, watched, after=True)
-    inplace = 0
-    if memplan:
-        call_tir_inplace = tvm.ir.Op.get("relax.call_tir_inplace")
-
-        def visit(node):
-            nonlocal inplace
-            inplace += isinstance(node, relax.Call) and node.op == call_tir_inplace
-
-        for func in captured["tvm_memplan.RewriteDataflowReshape"].functions.values():
-            if isinstance(func, relax.Function):
-                relax.analysis.post_order_visit(func, visit)
+    planner = planner_of(memplan)
+    watched = [planner] + ([AFTER_SCHEDULING] if memplan else [])
+    executable, captured = compile_capturing(mod, memplan, "cuda", watched)
+    inplace = count_calls(captured[AFTER_SCHEDULING], "relax.call_tir_inplace") if memplan else 0
     kernels = device_kernel_names(executable)
     return storage_after_planning(captured[planner]).total_bytes, kernels, inplace
 
@@ -123,16 +115,11 @@ def main() -> int:
     parser.add_argument("--depth", type=int, help="blocks of the timing model (default 24)")
     parser.add_argument("--repeat", type=int, help="timing repetitions, min kept (default 5)")
     parser.add_argument("--quick", action="store_true", help="depth 6 and 2 repetitions if unset")
-    parser.add_argument("--torchvision", action="store_true", help="add torchvision models")
+    torchvision.add_option(parser)
     args = parser.parse_args()
-    zoo = dict(models.ZOO)
-    if args.torchvision:
-        from _torchvision import available, loaders
-
-        if not available():
-            print("--torchvision needs torch and torchvision", file=sys.stderr)
-            return 2
-        zoo.update(loaders())
+    zoo = torchvision.zoo(args, models.ZOO)
+    if zoo is None:
+        return 2
     if args.depth is None:
         args.depth = 6 if args.quick else 24
     if args.repeat is None:

@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 
+import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import numpy as np
 import tvm
 from tvm import relax
@@ -58,21 +59,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 15)")
     parser.add_argument("--calls", type=int, help="calls per build per round (default 20)")
     parser.add_argument("--quick", action="store_true", help="5 rounds of 5 calls if unset")
-    parser.add_argument("--torchvision", action="store_true", help="add torchvision models")
+    torchvision.add_option(parser)
     args = parser.parse_args()
     if args.rounds is None:
         args.rounds = 5 if args.quick else 15
     if args.calls is None:
         args.calls = 5 if args.quick else 20
 
-    zoo = dict(models.ZOO)
-    if args.torchvision:
-        from _torchvision import available, loaders
-
-        if not available():
-            print("--torchvision needs torch and torchvision", file=sys.stderr)
-            return 2
-        zoo.update(loaders())
+    zoo = torchvision.zoo(args, models.ZOO)
+    if zoo is None:
+        return 2
 
     print(f"Run time on the Relax VM ({TARGET}, 1 thread per call as TVM's runtime chooses)")
     header = (

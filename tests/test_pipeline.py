@@ -351,10 +351,7 @@ def _relax_model():
     return ZOO["small_cnn"]()[0]
 
 
-def test_the_relax_pipeline_plans_memory_with_our_planner():
-    """The memplan Relax pipeline runs our StaticPlanBlockMemory where the stock pipeline runs
-    TVM's, and restores TVM's constructor afterwards."""
-    stock_constructor = tvm.relax.transform.StaticPlanBlockMemory
+def _ran_passes(run) -> list[str]:
     ran = []
 
     @tvm.instrument.pass_instrument
@@ -363,7 +360,15 @@ def test_the_relax_pipeline_plans_memory_with_our_planner():
             ran.append(info.name)
 
     with tvm.transform.PassContext(instruments=[Record()]):
-        tvm_memplan.compile(_relax_model(), "llvm")
+        run()
+    return ran
+
+
+def test_the_relax_pipeline_plans_memory_with_our_planner():
+    """The memplan Relax pipeline runs our StaticPlanBlockMemory where the stock pipeline runs
+    TVM's, and restores TVM's constructor afterwards."""
+    stock_constructor = tvm.relax.transform.StaticPlanBlockMemory
+    ran = _ran_passes(lambda: tvm_memplan.compile(_relax_model(), "llvm"))
     assert "tvm_memplan.StaticPlanBlockMemory" in ran
     assert "StaticPlanBlockMemory" not in ran
     assert ran.index("CallTIRRewrite") < ran.index("tvm_memplan.StaticPlanBlockMemory")
@@ -378,19 +383,6 @@ def test_a_relax_substitution_that_never_happens_is_an_error(monkeypatch):
 
 
 # ---- our passes inside any Relax pipeline ------------------------------------------------------
-
-
-def _ran_passes(run) -> list[str]:
-    ran = []
-
-    @tvm.instrument.pass_instrument
-    class Record:
-        def run_before_pass(self, mod, info):
-            ran.append(info.name)
-
-    with tvm.transform.PassContext(instruments=[Record()]):
-        run()
-    return ran
 
 
 def _same_results(stock_executable, ours_executable, mod):
