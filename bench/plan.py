@@ -12,8 +12,17 @@ results, and the pass time.
     pass and our planner), and whether the outputs are bit-identical (two runs each, inputs
     untouched).
 (c) Pass time, ours / stock, on the IR a 24-block transformer stack hands to the planner.
+(d) Fused CPU builds, the recipe of docs/pipelines.md: ``relax.get_pipeline("zero")`` (LegalizeOps,
+    FuseOps, FuseTIR), then ``tvm.compile`` or ``tvm_memplan.compile`` (our in-place pass on the
+    fused kernels and our planner): VM bytes, the peak-live bound of the IR our planner receives,
+    and identical results.
+(e) cuda builds (no GPU needed: build only): VM bytes on the IR the VM runs, stock vs memplan,
+    the kernels each build carries and the calls made in place after dlight's schedules.
 
-    python bench/plan.py [--depth 24] [--repeat 5] [--quick]
+With ``--torchvision``, torchvision networks at 64x64 join the zoo (needs torch and
+torchvision).
+
+    python bench/plan.py [--depth 24] [--repeat 5] [--quick] [--torchvision]
 """
 
 from __future__ import annotations
@@ -22,32 +31,68 @@ import argparse
 import sys
 import time
 
+import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+from inplace import count_calls
 from tvm import relax
 
 import tvm_memplan
 from tvm_memplan.analysis import memory_plan, planner_input, storage_after_planning
 from tvm_memplan.examples import models
 from tvm_memplan.instrument import capture
-from tvm_memplan.testing import identical_relax_results, relax_inputs
+from tvm_memplan.testing import device_kernel_names, identical_relax_results, relax_inputs
 
 TARGET = "llvm"
 STOCK_PLANNER = "StaticPlanBlockMemory"
 OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
+# The in-place pass the memplan Relax pipeline runs on the scheduled kernels.
+AFTER_SCHEDULING = "tvm_memplan.RewriteDataflowReshape"
 
 
-def build(mod: tvm.IRModule, memplan: bool):
-    """The executable and the module right after the planner."""
-    planner = OUR_PLANNER if memplan else STOCK_PLANNER
+def compile_capturing(mod: tvm.IRModule, memplan: bool, target: str, passes, after=True):
+    """``tvm.compile`` (or ``tvm_memplan.compile``) of `mod`, and the modules the passes named in
+    `passes` returned (with ``after=False``: received)."""
     compile_ = tvm_memplan.compile if memplan else tvm.compile
     executable = None
 
     def run():
         nonlocal executable
-        executable = compile_(mod, target=TARGET)
+        executable = compile_(mod, target=target)
 
-    planned = capture(run, [planner], after=True)[planner]
-    return executable, planned
+    captured = capture(run, passes, after=after)
+    return executable, captured
+
+
+def planner_of(memplan: bool) -> str:
+    return OUR_PLANNER if memplan else STOCK_PLANNER
+
+
+def build(mod: tvm.IRModule, memplan: bool):
+    """The executable and the module right after the planner."""
+    executable, captured = compile_capturing(mod, memplan, TARGET, [planner_of(memplan)])
+    return executable, captured[planner_of(memplan)]
+
+
+def build_fused(mod: tvm.IRModule, memplan: bool):
+    """The fused CPU recipe: the executable, the module after the planner and (memplan) the
+    module the planner received."""
+    fused = relax.get_pipeline("zero")(mod)
+    planner = planner_of(memplan)
+    executable, captured = compile_capturing(fused, memplan, TARGET, [planner])
+    received = None
+    if memplan:
+        received = compile_capturing(fused, memplan, TARGET, [planner], after=False)[1][planner]
+    return executable, captured[planner], received
+
+
+def build_cuda(mod: tvm.IRModule, memplan: bool):
+    """A cuda build: VM bytes after planning, the kernels, the calls made in place."""
+    planner = planner_of(memplan)
+    watched = [planner] + ([AFTER_SCHEDULING] if memplan else [])
+    executable, captured = compile_capturing(mod, memplan, "cuda", watched)
+    inplace = count_calls(captured[AFTER_SCHEDULING], "relax.call_tir_inplace") if memplan else 0
+    kernels = device_kernel_names(executable)
+    return storage_after_planning(captured[planner]).total_bytes, kernels, inplace
 
 
 def identical(executables, func_name: str, mod: tvm.IRModule) -> bool:
@@ -70,7 +115,11 @@ def main() -> int:
     parser.add_argument("--depth", type=int, help="blocks of the timing model (default 24)")
     parser.add_argument("--repeat", type=int, help="timing repetitions, min kept (default 5)")
     parser.add_argument("--quick", action="store_true", help="depth 6 and 2 repetitions if unset")
+    torchvision.add_option(parser)
     args = parser.parse_args()
+    zoo = torchvision.zoo(args, models.ZOO)
+    if zoo is None:
+        return 2
     if args.depth is None:
         args.depth = 6 if args.quick else 24
     if args.repeat is None:
@@ -86,7 +135,7 @@ def main() -> int:
     totals = {"bound": 0, "stock": 0, "ours": 0}
     at_bound = ours_le_stock = True
     built = {}
-    for name, builder in models.ZOO.items():
+    for name, builder in zoo.items():
         mod, func_name = builder()
         (plan,) = memory_plan(mod, TARGET)
         bound, stock, ours = plan.peak_live_bytes, plan.stock_bytes, plan.planned_bytes
@@ -159,8 +208,85 @@ def main() -> int:
         ("results identical", all_identical),
     ]
     print("targets: " + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in targets))
+
+    print()
+    print(
+        '(d) Fused CPU builds (llvm): relax.get_pipeline("zero"), then compile; VM bytes after '
+        "planning"
+    )
+    header = (
+        f"{'model':<19} {'stock':>9} {'memplan':>9} {'bound':>9} {'memplan/stock':>13} "
+        f"{'memplan/bound':>13}  identical"
+    )
+    print(header)
+    print("-" * len(header))
+    fused_totals = {"stock": 0, "memplan": 0, "bound": 0}
+    fused_identical = fused_le_stock = True
+    every_model_085 = True
+    for name, (mod, func_name) in built.items():
+        stock_exe, stock_planned, _ = build_fused(mod, memplan=False)
+        ours_exe, ours_planned, received = build_fused(mod, memplan=True)
+        stock = storage_after_planning(stock_planned).total_bytes
+        ours = storage_after_planning(ours_planned).total_bytes
+        bound = sum(p.peak_live_bytes for p in memory_plan(received, TARGET, pipeline=None))
+        same = identical([stock_exe, ours_exe], func_name, mod)
+        for key, value in (("stock", stock), ("memplan", ours), ("bound", bound)):
+            fused_totals[key] += value
+        fused_identical = fused_identical and same
+        fused_le_stock = fused_le_stock and ours <= stock
+        every_model_085 = every_model_085 and ours <= 0.85 * stock
+        print(
+            f"{name:<19} {stock:>9} {ours:>9} {bound:>9} {ours / stock:>13.3f} "
+            f"{ours / bound:>13.3f}  {'yes' if same else 'NO'}"
+        )
+    print("-" * len(header))
+    fused_ratio = fused_totals["memplan"] / fused_totals["stock"]
+    print(
+        f"{'total':<19} {fused_totals['stock']:>9} {fused_totals['memplan']:>9} "
+        f"{fused_totals['bound']:>9} {fused_ratio:>13.3f} "
+        f"{fused_totals['memplan'] / fused_totals['bound']:>13.3f}"
+    )
+    fused_targets = [
+        ("memplan <= 0.85x stock on every model", every_model_085),
+        (f"total <= 0.65x stock ({fused_ratio:.3f})", fused_ratio <= 0.65),
+        ("results identical", fused_identical),
+    ]
+    print(
+        "targets: "
+        + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in fused_targets)
+    )
+
+    print()
+    print("(e) cuda builds (build only): VM bytes after planning, kernels, calls made in place")
+    header = (
+        f"{'model':<19} {'stock':>9} {'memplan':>9} {'memplan/stock':>13} "
+        f"{'kernels':>7} {'memplan':>7} {'in place':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    cuda_totals = {"stock": 0, "memplan": 0}
+    cuda_le_stock = True
+    cuda_models = list(built)[: 4 if args.quick else None]
+    for name in cuda_models:
+        mod, _ = built[name]
+        stock, stock_kernels, _ = build_cuda(mod, memplan=False)
+        ours, kernels, inplace = build_cuda(mod, memplan=True)
+        cuda_totals["stock"] += stock
+        cuda_totals["memplan"] += ours
+        cuda_le_stock = cuda_le_stock and ours <= stock
+        print(
+            f"{name:<19} {stock:>9} {ours:>9} {ours / stock:>13.3f} "
+            f"{len(stock_kernels):>7} {len(kernels):>7} {inplace:>8}"
+        )
+    print("-" * len(header))
+    print(
+        f"{'total':<19} {cuda_totals['stock']:>9} {cuda_totals['memplan']:>9} "
+        f"{cuda_totals['memplan'] / cuda_totals['stock']:>13.3f}"
+    )
     # Soundness and never planning more than stock are errors; the other targets are reported.
-    return 0 if all_identical and ours_le_stock and builds_le_stock else 1
+    sound = all_identical and fused_identical
+    never_more = ours_le_stock and builds_le_stock and fused_le_stock and cuda_le_stock
+    return 0 if sound and never_more else 1
 
 
 if __name__ == "__main__":

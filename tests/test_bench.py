@@ -69,6 +69,7 @@ def test_the_real_benchmarks_are_discovered_and_take_quick():
         "compact": True,
         "inplace": True,
         "plan": True,
+        "runtime": True,
     }
     assert all(b.summary.endswith(".") for b in bench.discover())
 

@@ -256,3 +256,62 @@ def test_memplan_builds_save_memory_on_some_workloads(build):
     ]
     assert fewer_bytes, "compaction saved no byte on any workload"
     assert fewer_workspace_calls, "no workload makes fewer workspace calls"
+
+
+# ---- fused builds (the CPU recipe: the "zero" pipeline, then compile) ------------------------
+
+
+@pytest.fixture(scope="module")
+def fused_build():
+    """``fused_build(name, pipeline)``: the model after ``relax.get_pipeline("zero")`` compiled
+    for llvm, with the module its memory planner returned."""
+    cache: dict[tuple[str, str], tuple] = {}
+
+    def get(name: str, pipeline: str):
+        if (name, pipeline) not in cache:
+            fused = tvm.relax.get_pipeline("zero")(ZOO[name]()[0])
+            planner = OUR_PLANNER if pipeline == "memplan" else STOCK_PLANNER
+            after = {}
+
+            @tvm.instrument.pass_instrument
+            class Record:
+                def run_after_pass(self, result, info):
+                    if info.name == planner:
+                        after["planned"] = result
+
+            with tvm.transform.PassContext(instruments=[Record()]):
+                executable = PIPELINES[pipeline](fused, "llvm")
+            cache[name, pipeline] = (executable, after["planned"])
+        return cache[name, pipeline]
+
+    return get
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_fused_model_outputs_are_identical(model, fused_build):
+    """In-place calls on fused kernels (and our planner) change no output bit, run after run."""
+    stock = _run_model(Build(fused_build(model, "stock")[0], []), model)
+    ours = _run_model(Build(fused_build(model, "memplan")[0], []), model)
+    for i, (got, want) in enumerate(zip(ours, stock, strict=True)):
+        np.testing.assert_array_equal(got, want, err_msg=f"output {i}")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_fused_model_plans_no_more_bytes_than_stock(model, fused_build):
+    stock = _planned_bytes(fused_build(model, "stock")[1])
+    ours = _planned_bytes(fused_build(model, "memplan")[1])
+    assert ours <= stock
+
+
+def test_fused_builds_run_kernels_in_place(fused_build):
+    """The fused kernels of most models run in place (their in-place forms are in the module
+    the planner sees)."""
+    with_inplace = [
+        name
+        for name in MODELS
+        if any(
+            gv.name_hint.startswith("fused_") and gv.name_hint.endswith("_inplace")
+            for gv in fused_build(name, "memplan")[1].functions
+        )
+    ]
+    assert len(with_inplace) >= len(MODELS) // 2, with_inplace

@@ -351,10 +351,7 @@ def _relax_model():
     return ZOO["small_cnn"]()[0]
 
 
-def test_the_relax_pipeline_plans_memory_with_our_planner():
-    """The memplan Relax pipeline runs our StaticPlanBlockMemory where the stock pipeline runs
-    TVM's, and restores TVM's constructor afterwards."""
-    stock_constructor = tvm.relax.transform.StaticPlanBlockMemory
+def _ran_passes(run) -> list[str]:
     ran = []
 
     @tvm.instrument.pass_instrument
@@ -363,7 +360,15 @@ def test_the_relax_pipeline_plans_memory_with_our_planner():
             ran.append(info.name)
 
     with tvm.transform.PassContext(instruments=[Record()]):
-        tvm_memplan.compile(_relax_model(), "llvm")
+        run()
+    return ran
+
+
+def test_the_relax_pipeline_plans_memory_with_our_planner():
+    """The memplan Relax pipeline runs our StaticPlanBlockMemory where the stock pipeline runs
+    TVM's, and restores TVM's constructor afterwards."""
+    stock_constructor = tvm.relax.transform.StaticPlanBlockMemory
+    ran = _ran_passes(lambda: tvm_memplan.compile(_relax_model(), "llvm"))
     assert "tvm_memplan.StaticPlanBlockMemory" in ran
     assert "StaticPlanBlockMemory" not in ran
     assert ran.index("CallTIRRewrite") < ran.index("tvm_memplan.StaticPlanBlockMemory")
@@ -375,6 +380,184 @@ def test_a_relax_substitution_that_never_happens_is_an_error(monkeypatch):
     monkeypatch.setattr(pipeline, "RELAX_SUBSTITUTIONS", (*pipeline.RELAX_SUBSTITUTIONS, never))
     with pytest.raises(RuntimeError, match="Relax pipeline could not replace tvm.relax.transform"):
         tvm_memplan.compile(_relax_model(), "llvm")
+
+
+# ---- our passes inside any Relax pipeline ------------------------------------------------------
+
+
+def _same_results(stock_executable, ours_executable, mod):
+    from tvm_memplan.testing import relax_inputs, run_relax
+
+    name = "forward"  # the zoo's models
+    inputs = relax_inputs(mod[name], seed=0)
+    results = []
+    for executable in (stock_executable, ours_executable):
+        vm = tvm.relax.VirtualMachine(executable, tvm.cpu())
+        first, _ = run_relax(vm, name, inputs)
+        second, _ = run_relax(vm, name, inputs)
+        for a, b in zip(first, second, strict=True):
+            np.testing.assert_array_equal(a, b)
+        results.append(first)
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _assert_our_relax_passes_ran(ran: list[str], fused: bool = True):
+    assert "tvm_memplan.StaticPlanBlockMemory" in ran and "StaticPlanBlockMemory" not in ran
+    after_scheduling = ran.index("tvm_memplan.RewriteDataflowReshape")
+    assert ran[after_scheduling + 1] == "tvm_memplan.DataflowUseInplaceCalls"
+    if fused:
+        assert ran.index("FuseTIR") < after_scheduling
+
+
+def test_fused_cpu_recipe_zero_then_default():
+    """The fused CPU build, `relax_pipeline(["zero", "default"])`: the in-place pass runs on the
+    fused kernels, before RewriteDataflowReshape; the results are the stock fused build's."""
+    mod = _relax_model()
+    built = {}
+    ran = _ran_passes(
+        lambda: built.setdefault(
+            "ours", tvm_memplan.compile(mod, "llvm", relax_pipeline=["zero", "default"])
+        )
+    )
+    _assert_our_relax_passes_ran(ran)
+    stock = tvm.compile(tvm.relax.get_pipeline("zero")(mod), "llvm")
+    _same_results(stock, built["ours"], mod)
+    # The fused kernels really ran in place (their names carry the suffix).
+    from tvm_memplan.instrument import capture
+
+    after = capture(
+        lambda: tvm_memplan.compile(mod, "llvm", relax_pipeline=["zero", "default"]),
+        ["tvm_memplan.RewriteDataflowReshape"],
+        after=True,
+    )["tvm_memplan.RewriteDataflowReshape"]
+    in_place = [gv.name_hint for gv in after.functions if gv.name_hint.endswith("_inplace")]
+    assert any(name.startswith("fused_") for name in in_place), in_place
+
+
+def test_fused_cpu_recipe_zero_first_then_compile():
+    """The same recipe as users write it: the "zero" pipeline first, then tvm_memplan.compile
+    (the default pipeline legalizes nothing more; the kernels are already fused)."""
+    mod = _relax_model()
+    fused = tvm.relax.get_pipeline("zero")(mod)
+    built = {}
+    ran = _ran_passes(lambda: built.setdefault("ours", tvm_memplan.compile(fused, "llvm")))
+    _assert_our_relax_passes_ran(ran, fused=False)
+    _same_results(tvm.compile(fused, "llvm"), built["ours"], mod)
+
+
+def test_static_shape_tuning_pipeline_without_tuning(tmp_path):
+    """TVM's tuning pipeline with total_trials=0 (no tuning; applies an empty database), then
+    the default build."""
+    mod = _relax_model()
+    tuning = tvm.relax.get_pipeline(
+        "static_shape_tuning", total_trials=0, target="llvm", work_dir=str(tmp_path)
+    )
+    built = {}
+    ran = _ran_passes(
+        lambda: built.setdefault(
+            "ours", tvm_memplan.compile(mod, "llvm", relax_pipeline=[tuning, "default"])
+        )
+    )
+    _assert_our_relax_passes_ran(ran)
+    assert "MetaScheduleTuneIRMod" not in ran
+    tuned = tvm.relax.get_pipeline(
+        "static_shape_tuning", total_trials=0, target="llvm", work_dir=str(tmp_path)
+    )
+    with tvm.target.Target("llvm"):
+        stock_mod = tuned(mod)
+    _same_results(tvm.compile(stock_mod, "llvm"), built["ours"], mod)
+
+
+def _hand_written_passes():
+    t = tvm.relax.transform
+    return [
+        t.LegalizeOps(),
+        t.AnnotateTIROpPattern(),
+        t.FoldConstant(),
+        t.FuseOps(),
+        t.FuseTIR(),
+        t.DeadCodeElimination(),
+        t.RewriteDataflowReshape(),
+        t.ToNonDataflow(),
+        t.RemovePurityChecking(),
+        t.CallTIRRewrite(),
+        t.StaticPlanBlockMemory(),
+        t.LowerAllocTensor(),
+        t.KillAfterLastUse(),
+        t.LowerRuntimeBuiltin(),
+        t.ComputePrimValue(),
+        t.VMShapeLower(),
+        t.AttachGlobalSymbol(),
+    ]
+
+
+def test_hand_written_sequential_built_beforehand():
+    """A Sequential whose passes were built before relax_pipeline saw it: the stock planner,
+    LegalizeOps and RewriteDataflowReshape are replaced by name."""
+    mod = _relax_model()
+    hand = tvm.transform.Sequential(_hand_written_passes(), name="hand_written")
+    built = {}
+    ran = _ran_passes(
+        lambda: built.setdefault("ours", tvm_memplan.compile(mod, "llvm", relax_pipeline=hand))
+    )
+    _assert_our_relax_passes_ran(ran)
+    assert ran[ran.index("tvm_memplan.LegalizeOps") + 1] == "tvm_memplan.DataflowUseInplaceCalls"
+    _same_results(tvm.compile(mod, "llvm", relax_pipeline=hand), built["ours"], mod)
+
+
+def test_mlc_style_pipeline_builds_its_passes_when_it_runs():
+    """MLC-LLM's pipelines are module passes that build their Sequential when they run: the
+    constructors give ours then."""
+
+    @tvm.transform.module_pass(opt_level=0, name="mlc_style")
+    def mlc_style(mod, _ctx):
+        return tvm.transform.Sequential(_hand_written_passes())(mod)
+
+    mod = _relax_model()
+    built = {}
+    ran = _ran_passes(
+        lambda: built.setdefault("ours", tvm_memplan.compile(mod, "llvm", relax_pipeline=mlc_style))
+    )
+    _assert_our_relax_passes_ran(ran)
+    _same_results(tvm.compile(mod, "llvm", relax_pipeline=mlc_style), built["ours"], mod)
+
+
+def test_a_pipeline_that_plans_no_memory_is_an_error():
+    with pytest.raises(RuntimeError, match=r'never builds it.*relax_pipeline\(\["zero"'):
+        tvm_memplan.compile(_relax_model(), "llvm", relax_pipeline="zero")
+
+
+@pytest.mark.parametrize(
+    "base, error",
+    [
+        ("no_such_pipeline", ValueError),
+        ("memplan", ValueError),
+        (42, TypeError),
+        ([], TypeError),
+        (["zero", 3], TypeError),
+    ],
+)
+def test_bad_relax_pipelines_are_refused_when_made(base, error):
+    with pytest.raises(error):
+        tvm_memplan.relax_pipeline(base)
+
+
+def test_compile_chooses_the_tir_pipeline_itself():
+    with pytest.raises(TypeError, match="selects tir_pipeline itself"):
+        tvm_memplan.compile(_relax_model(), "llvm", tir_pipeline="s_tir")
+    with pytest.raises(ValueError, match="relax_pipeline=None runs no Relax pipeline"):
+        tvm_memplan.compile(_relax_model(), "llvm", relax_pipeline=None)
+
+
+def test_stock_constructors_are_restored_after_relax_pipeline():
+    constructors = {
+        name: getattr(tvm.relax.transform, name)
+        for name in ("StaticPlanBlockMemory", "RewriteDataflowReshape", "LegalizeOps")
+    }
+    tvm_memplan.compile(_relax_model(), "llvm", relax_pipeline=["zero", "default"])
+    for name, constructor in constructors.items():
+        assert getattr(tvm.relax.transform, name) is constructor
 
 
 # ---- property: random kernels -------------------------------------------------------------------

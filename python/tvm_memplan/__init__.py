@@ -7,7 +7,10 @@ registers its PassContext options and target-kind attributes (see ``_lib``), and
 
 from . import analysis, pipeline, target, transform
 from ._lib import SUPPORTED_TVM_VERSION, SchemaQuery, check_schema
-from .pipeline import compile  # noqa: A004  (tvm_memplan.compile mirrors tvm.compile)
+from .pipeline import (
+    compile,  # noqa: A004  (tvm_memplan.compile mirrors tvm.compile)
+    relax_pipeline,
+)
 
 __version__ = "0.1.0"
 
@@ -19,6 +22,7 @@ __all__ = [
     "check_schema",
     "compile",
     "pipeline",
+    "relax_pipeline",
     "target",
     "transform",
 ]

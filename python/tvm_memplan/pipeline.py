@@ -7,9 +7,10 @@ stock ones they improve.
 
 TIR (``tir_pipeline="memplan"``): TVM's ``"s_tir"`` pipeline with our CompactBufferAllocation,
 placement tagging before StorageRewrite, and our LowerTVMBuiltin in the host finalization.
-Relax (``relax_pipeline="memplan"``): our DataflowUseInplaceCalls (it must run before
-LegalizeOps, and judges by our memory planner), then the Relax pipeline ``tvm.compile`` would
-have run for the target with our StaticPlanBlockMemory in place of TVM's.
+Relax (``relax_pipeline="memplan"``): the Relax pipeline ``tvm.compile`` would have run for the
+target, with our StaticPlanBlockMemory in place of TVM's and our DataflowUseInplaceCalls before
+RewriteDataflowReshape (on the final, fused and scheduled PrimFuncs) and, on CPUs, before
+LegalizeOps (on operator calls). ``relax_pipeline(base)`` does the same to any Relax pipeline.
 
 Both pipelines are built from the stock ones, not from copies of their pass lists: while a stock
 pipeline runs, the pass constructors listed in ``MAIN_SUBSTITUTIONS``,
@@ -35,6 +36,7 @@ from . import transform
 __all__ = [
     "HOST_FINALIZE_SUBSTITUTIONS",
     "MAIN_SUBSTITUTIONS",
+    "PLANNER_SUBSTITUTIONS",
     "RELAX_SUBSTITUTIONS",
     "PIPELINE_NAME",
     "STOCK_PIPELINE",
@@ -42,6 +44,7 @@ __all__ = [
     "compile",
     "memplan_pipeline",
     "memplan_relax_pipeline",
+    "relax_pipeline",
     "stock_relax_pipeline",
 ]
 
@@ -114,11 +117,17 @@ def _dispatching(key: tuple[str, str], stock: Callable) -> Callable:
     return constructor
 
 
+# Why a required substitution may not happen, when the stock pipeline itself was run.
+_STOCK_CHANGED = "the stock pipeline of this TVM no longer builds it through that module"
+
+
 @contextlib.contextmanager
-def _substituted(substitutions: tuple[Substitution, ...], pipeline: str):
-    """Within the block, on this thread, the constructors build our passes. When the block ends
-    normally, a substitution that was required but never happened is an error naming
-    `pipeline`."""
+def _substituted(
+    substitutions: tuple[Substitution, ...], pipeline: str, missing: str = _STOCK_CHANGED
+):
+    """Within the block, on this thread, the constructors build our passes; the block receives
+    the set of substitutions made (keys). When the block ends normally, a substitution that was
+    required but never happened is an error naming `pipeline` and saying `missing`."""
     with _lock:
         for s in substitutions:
             stock, users = _installed.get(s.key, (getattr(s.module, s.name), 0))
@@ -129,7 +138,7 @@ def _substituted(substitutions: tuple[Substitution, ...], pipeline: str):
     _active.table = {s.key: s for s in substitutions}
     used = _active.used = set()
     try:
-        yield
+        yield used
     finally:
         _active.table, _active.used = outer
         with _lock:
@@ -140,18 +149,17 @@ def _substituted(substitutions: tuple[Substitution, ...], pipeline: str):
                     del _installed[s.key]
                 else:
                     _installed[s.key] = (stock, users - 1)
-    _check_used(substitutions, used, pipeline)
+    _check_used(substitutions, used, pipeline, missing)
 
 
-def _check_used(substitutions: tuple[Substitution, ...], used: set, pipeline: str) -> None:
+def _check_used(
+    substitutions: tuple[Substitution, ...], used: set, pipeline: str, why: str
+) -> None:
     ctx = tvm.transform.PassContext.current()
     missing = [s for s in substitutions if s.key not in used and s.required(ctx)]
     if missing:
         names = ", ".join(f"{s.module.__name__}.{s.name}" for s in missing)
-        raise RuntimeError(
-            f'the "{PIPELINE_NAME}" {pipeline} could not replace {names}: the stock '
-            "pipeline of this TVM no longer builds it through that module"
-        )
+        raise RuntimeError(f'the "{PIPELINE_NAME}" {pipeline} could not replace {names}: {why}')
 
 
 def memplan_pipeline(**kwargs):
@@ -181,10 +189,14 @@ tvm.tirx.register_tir_pipeline(PIPELINE_NAME, memplan_pipeline)
 # ---- Relax --------------------------------------------------------------------------------------
 
 
+def _is_gpu(target: tvm.target.Target | None) -> bool:
+    return target is not None and "gpu" in target.keys
+
+
 def stock_relax_pipeline(target: tvm.target.Target | None) -> tvm.transform.Pass:
     # What relax.build runs for relax_pipeline="default": the target's own pipeline on GPUs (it
     # schedules the TIR it creates), TVM's generic build pipeline otherwise.
-    if target is not None and "gpu" in target.keys:
+    if _is_gpu(target):
         try:
             return tvm.relax.get_default_pipeline(target)
         except (ValueError, AttributeError):
@@ -192,38 +204,174 @@ def stock_relax_pipeline(target: tvm.target.Target | None) -> tvm.transform.Pass
     return tvm.relax.get_pipeline("default")
 
 
-# The passes of the stock Relax pipeline that "memplan" replaces.
-RELAX_SUBSTITUTIONS: tuple[Substitution, ...] = (
-    Substitution(
+def _inplace_before_legalization(legalize_ops: tvm.transform.Pass) -> tvm.transform.Pass:
+    # Operator calls become in-place calls before they are legalized, except on GPUs: there the
+    # pipeline schedules what it legalizes (dlight), and an in-place PrimFunc defeats its rules.
+    if _is_gpu(tvm.target.Target.current(allow_none=True)):
+        return legalize_ops
+    return tvm.transform.Sequential(
+        [transform.DataflowUseInplaceCalls(planner="memplan", gpu=False), legalize_ops],
+        name="tvm_memplan.LegalizeOps",
+    )
+
+
+def _inplace_after_scheduling(rewrite_dataflow_reshape: tvm.transform.Pass) -> tvm.transform.Pass:
+    # The last point in every stock pipeline where the module is still dataflow Relax calling
+    # its final PrimFuncs: after LegalizeOps, FuseOps, FuseTIR and the GPU schedules.
+    return tvm.transform.Sequential(
+        [transform.DataflowUseInplaceCalls(planner="memplan"), rewrite_dataflow_reshape],
+        name="tvm_memplan.RewriteDataflowReshape",
+    )
+
+
+def _our_planner(_stock_planner: tvm.transform.Pass) -> tvm.transform.Pass:
+    return transform.StaticPlanBlockMemory()
+
+
+def _our_inplace_pass(_stock_inplace_pass: tvm.transform.Pass) -> tvm.transform.Pass:
+    return transform.DataflowUseInplaceCalls(planner="memplan")
+
+
+# How each stock Relax pass is replaced: the pass (as the stock constructor built it) -> ours.
+_RELAX_REPLACEMENTS = {
+    "StaticPlanBlockMemory": _our_planner,
+    "RewriteDataflowReshape": _inplace_after_scheduling,
+    "LegalizeOps": _inplace_before_legalization,
+    "DataflowUseInplaceCalls": _our_inplace_pass,
+}
+
+
+def _relax_substitution(name: str, required: bool) -> Substitution:
+    replacement = _RELAX_REPLACEMENTS[name]
+    return Substitution(
         tvm.relax.transform,
-        "StaticPlanBlockMemory",
-        lambda stock: transform.StaticPlanBlockMemory(),
-    ),
+        name,
+        lambda stock, *args, **kwargs: replacement(stock(*args, **kwargs)),
+        required=lambda ctx: required,
+    )
+
+
+# The passes of the stock Relax pipeline that "memplan" replaces. The in-place pass before
+# LegalizeOps is optional (RewriteDataflowReshape's suffices), and no stock pipeline has a
+# DataflowUseInplaceCalls.
+_PLANNER_SUBSTITUTION = _relax_substitution("StaticPlanBlockMemory", required=True)
+RELAX_SUBSTITUTIONS: tuple[Substitution, ...] = (
+    _PLANNER_SUBSTITUTION,
+    _relax_substitution("RewriteDataflowReshape", required=True),
+    _relax_substitution("LegalizeOps", required=False),
+    _relax_substitution("DataflowUseInplaceCalls", required=False),
 )
+# Our planner alone, in place of TVM's (what tvm_memplan.testing compares planners with).
+PLANNER_SUBSTITUTIONS: tuple[Substitution, ...] = (_PLANNER_SUBSTITUTION,)
+
+
+def _replace_built_passes(pass_: tvm.transform.Pass, used: set) -> tvm.transform.Pass:
+    """``pass_`` with the stock passes of ``_RELAX_REPLACEMENTS`` that were built before the
+    pipeline ran replaced (by pass name), inside nested Sequentials too. A module pass that
+    builds its passes when it runs (TVM's and MLC-LLM's pipelines) gets ours through the
+    constructor substitution instead."""
+    if isinstance(pass_, tvm.transform.Sequential):
+        info = pass_.pass_info
+        passes = [_replace_built_passes(p, used) for p in pass_.passes]
+        return tvm.transform.Sequential(
+            passes, opt_level=info.opt_level, name=info.name, required=list(info.required)
+        )
+    name = pass_.info.name
+    if name not in _RELAX_REPLACEMENTS:
+        return pass_
+    used.add((tvm.relax.transform.__name__, name))
+    return _RELAX_REPLACEMENTS[name](pass_)
+
+
+def _check_base(base) -> None:
+    if isinstance(base, str):
+        if base == PIPELINE_NAME:
+            raise ValueError(f'"{PIPELINE_NAME}" already is relax_pipeline("default")')
+        if base not in tvm.relax.pipeline.PIPELINE_MAP:
+            known = ", ".join(sorted(tvm.relax.pipeline.PIPELINE_MAP))
+            raise ValueError(f"unknown Relax pipeline {base!r} (registered: {known})")
+    elif isinstance(base, list | tuple) and base:
+        for item in base:
+            _check_base(item)
+    elif not isinstance(base, tvm.transform.Pass):
+        raise TypeError(
+            "relax_pipeline expects a registered pipeline name, a tvm.transform.Pass or a "
+            f"non-empty list of them, got {base!r}"
+        )
+
+
+def _resolve(base, target: tvm.target.Target | None) -> list[tvm.transform.Pass]:
+    # Names are resolved when the pipeline runs: "default" depends on the target.
+    if isinstance(base, str):
+        return [stock_relax_pipeline(target) if base == "default" else tvm.relax.get_pipeline(base)]
+    if isinstance(base, tvm.transform.Pass):
+        return [base]
+    return [p for item in base for p in _resolve(item, target)]
+
+
+def relax_pipeline(base="default") -> tvm.transform.Pass:
+    """``base`` with tvm-memplan's Relax passes in place of the stock ones.
+
+    ``base`` is a registered Relax pipeline name (``"default"``: the one ``tvm.compile`` runs
+    for the target, the target's own pipeline on GPUs), any ``tvm.transform.Pass`` (TVM's,
+    MLC-LLM's or your own ``Sequential``), or a list of them run in order, for example
+    ``["zero", "default"]``, the fused CPU build. While it runs:
+
+    - ``StaticPlanBlockMemory`` is tvm-memplan's planner;
+    - before ``RewriteDataflowReshape`` (after legalization, fusion and the GPU schedules),
+      tvm-memplan's ``DataflowUseInplaceCalls`` turns ``call_tir`` of PrimFuncs that prove it
+      safe into ``call_tir_inplace``;
+    - on CPUs, before ``LegalizeOps``, it also turns operator calls into in-place calls (a stock
+      ``DataflowUseInplaceCalls`` is replaced by ours as well).
+
+    Passes built when the pipeline runs are replaced through their constructors (as for the
+    ``"memplan"`` pipelines); a ``Sequential`` built beforehand has its stock passes replaced by
+    name. It is an error when no planner or no in-place pass could be put in place.
+    """
+    _check_base(base)
+
+    @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanRelaxPipeline")
+    def pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        passes = _resolve(base, tvm.target.Target.current(allow_none=True))
+        missing = (
+            _STOCK_CHANGED
+            if base == "default"
+            else "the pipeline never builds it; one that stops before memory planning runs "
+            'before one that plans, as in relax_pipeline(["zero", "default"])'
+        )
+        with _substituted(RELAX_SUBSTITUTIONS, "Relax pipeline", missing) as used:
+            for p in passes:
+                mod = _replace_built_passes(p, used)(mod)
+        return mod
+
+    return pipeline
+
+
+_relax_pipeline_of = relax_pipeline  # compile's parameter shadows the name
 
 
 @tvm.relax.register_pipeline(PIPELINE_NAME)
 def memplan_relax_pipeline() -> tvm.transform.Pass:
-    """The Relax pipeline registered as ``"memplan"``: in-place calls, then the default."""
-
-    @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanRelaxPipeline")
-    def relax_pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
-        mod = transform.DataflowUseInplaceCalls(planner="memplan")(mod)
-        stock = stock_relax_pipeline(tvm.target.Target.current(allow_none=True))
-        with _substituted(RELAX_SUBSTITUTIONS, "Relax pipeline"):
-            mod = stock(mod)
-        return mod
-
-    return relax_pipeline
+    """The Relax pipeline registered as ``"memplan"``: ``relax_pipeline("default")``."""
+    return relax_pipeline("default")
 
 
-def compile(mod, target=None, **kwargs):  # noqa: A001  (mirrors tvm.compile)
-    """``tvm.compile`` with both ``"memplan"`` pipelines (other arguments pass through)."""
-    for option in ("tir_pipeline", "relax_pipeline"):
-        if option in kwargs:
-            raise TypeError(
-                f"tvm_memplan.compile selects {option} itself; call tvm.compile to choose another"
-            )
+def compile(mod, target=None, *, relax_pipeline="default", **kwargs):  # noqa: A001
+    """``tvm.compile`` with the ``"memplan"`` TIR pipeline and ``relax_pipeline(...)`` of the
+    given Relax pipeline (a name, a Pass or a list of them; other arguments pass through)."""
+    if "tir_pipeline" in kwargs:
+        raise TypeError(
+            "tvm_memplan.compile selects tir_pipeline itself; call tvm.compile to choose another"
+        )
+    if relax_pipeline is None:
+        raise ValueError(
+            "relax_pipeline=None runs no Relax pipeline, so tvm-memplan's Relax passes cannot "
+            'run; call tvm.compile(..., tir_pipeline="memplan") for the TIR passes alone'
+        )
     return tvm.compile(
-        mod, target=target, tir_pipeline=PIPELINE_NAME, relax_pipeline=PIPELINE_NAME, **kwargs
+        mod,
+        target=target,
+        tir_pipeline=PIPELINE_NAME,
+        relax_pipeline=_relax_pipeline_of(relax_pipeline),
+        **kwargs,
     )

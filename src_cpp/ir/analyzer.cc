@@ -17,9 +17,9 @@ namespace {
 constexpr int kDefaultProofStrength = 0;
 // Simplify step count used by sym.AnalyzerSimplify when called from Python (`steps=2`).
 constexpr int kSimplifySteps = 2;
-// DetectIterMap check levels: 0 surjective, 1 bijective (sym.IterMapLevel).
-constexpr int kIterMapSurjective = 0;
-constexpr int kIterMapBijective = 1;
+// DetectIterMap check levels (sym.IterMapLevel): 0 bijective, 1 surjective.
+constexpr int kIterMapBijective = 0;
+constexpr int kIterMapSurjective = 1;
 
 /*! \brief An interval end that is not +-inf (TVM marks those with the `pos_inf`/`neg_inf` vars). */
 std::optional<ObjectRef> FiniteEnd(const ObjectRef& end) {
@@ -108,6 +108,11 @@ std::optional<Array<ObjectRef>> Analyzer::DetectIterMap(const Array<ObjectRef>& 
   Array<ObjectRef> sums = field::IterMapResult_indices.Get<Array<ObjectRef>>(result);
   if (sums.empty() && !indices.empty()) return std::nullopt;
   return sums;
+}
+
+Map<ObjectRef, ObjectRef> Analyzer::InverseIterMap(const Array<ObjectRef>& sums,
+                                                   const Array<ObjectRef>& outputs) const {
+  return func::InverseAffineIterMap(sums, outputs).cast<Map<ObjectRef, ObjectRef>>();
 }
 
 std::optional<std::vector<Interval>> Analyzer::EstimateRegion(

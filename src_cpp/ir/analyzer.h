@@ -68,6 +68,14 @@ class Analyzer {
                                                 const ObjectRef& predicate,
                                                 bool require_bijective = false) const;
 
+  /*!
+   * \brief The inverse of a bijective iter map (sym.InverseAffineIterMap): each iterator that
+   *        `sums` (DetectIterMap's result) use, as an expression of `outputs` (one var per sum).
+   *        Iterators the map does not use are missing.
+   */
+  Map<ObjectRef, ObjectRef> InverseIterMap(const Array<ObjectRef>& sums,
+                                           const Array<ObjectRef>& outputs) const;
+
   /*! \brief How EstimateRegion may answer: exactly or not at all, or a safe over-approximation. */
   enum class RegionBound { kStrict, kUpper };
 

@@ -90,6 +90,10 @@ ObjectRef CallOp(DLDataType dtype, const char* op_name, const Array<ObjectRef>& 
       .cast<ObjectRef>();
 }
 
+ObjectRef MakeScalarVar(const std::string& name, DLDataType dtype) {
+  return func::MakeVar(String(name), PrimTypeOf(dtype), nullptr).cast<ObjectRef>();
+}
+
 ObjectRef MakeRange(const ObjectRef& min, const ObjectRef& extent) {
   return func::MakeRange(min, extent, nullptr).cast<ObjectRef>();
 }

@@ -64,6 +64,9 @@ ObjectRef PrimTypeOf(DLDataType dtype);
 /*! \brief A call to operator `op_name` returning `dtype` (e.g. a TIR builtin). */
 ObjectRef CallOp(DLDataType dtype, const char* op_name, const Array<ObjectRef>& args);
 
+/*! \brief A fresh scalar variable (a TIR var) of `dtype`. */
+ObjectRef MakeScalarVar(const std::string& name, DLDataType dtype);
+
 /*! \brief An ir.Range from `min` and `extent`. */
 ObjectRef MakeRange(const ObjectRef& min, const ObjectRef& extent);
 

@@ -158,6 +158,7 @@ void ScopedVisitor::VisitNode(const ObjectRef& node) {
     OnStore(store);
     Visit(store.value());
     Visit(store.indices());
+    OnStoreExit(store);
   } else if (type::TensorLoad.IsInstance(t)) {
     BufferLoad load(node);
     OnLoad(load);

@@ -93,6 +93,8 @@ class ScopedVisitor {
   virtual void OnAllocationEnd(const AllocationSite& /*site*/) {}
   virtual void OnLoad(const BufferLoad& /*load*/) {}
   virtual void OnStore(const BufferStore& /*store*/) {}
+  /*! \brief After a store's value and indices (whose loads come between OnStore and this). */
+  virtual void OnStoreExit(const BufferStore& /*store*/) {}
   /*! \brief An AttrStmt, before its body (its `node` is not visited: it is not an access). */
   virtual void OnAttr(const AttrStmt& /*attr*/) {}
   /*! \brief A `tirx.Bind` (`var = value` for the rest of the sequence), after its value. */

@@ -15,6 +15,7 @@
 #include "relax/inplace_prim_func.h"
 #include "relax/memory_plan_model.h"
 #include "relax/storage_flow.h"
+#include "target/gpu_pipeline.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -60,8 +61,11 @@ class Analysis {
            InplaceContext* context)
       : func_(func),
         options_(options),
+        gpu_(options.gpu.value_or(target::CompilingForGPU())),
         context_(context),
         effects_(mod, &context->legalizer()),
+        functions_(mod.defined() ? IRModule(mod, "module").functions()
+                                 : Map<ObjectRef, ObjectRef>()),
         steps_(FlattenFunction(func)),
         flow_(steps_) {}
 
@@ -113,11 +117,9 @@ class Analysis {
         if (decision.inplace) {
           // The result now is the reused argument's storage.
           std::string where = Quoted(var.name());
-          flow_.Define(
-              var.ref(),
-              Value{flow_.Eval(call->args()[decision.arg_index], index, where).roots, nullptr});
+          flow_.Define(var.ref(), Value{flow_.Eval(decision.reused, index, where).roots, nullptr});
           plan.candidate = static_cast<int>(candidates_.size());
-          plan.inplace_source = call->args()[decision.arg_index].get();
+          plan.inplace_source = decision.reused.get();
           candidates_.push_back(decisions_.size());
         } else {
           flow_.Define(var.ref(), flow_.StepValue(index, &effect));
@@ -198,6 +200,19 @@ class Analysis {
     return std::nullopt;
   }
 
+  /*! \brief A call as the PrimFunc call it is, or becomes after LegalizeOps. */
+  struct PrimFuncCall {
+    /*! \brief `R.call_tir(gv, (args...), out_ty)` over the binding's variables. */
+    ObjectRef call_tir;
+    std::optional<PrimFunc> prim_func;
+    std::string prim_func_name;
+    /*! \brief The arguments the result may overwrite: the operator's arguments, or the
+     *         call_tir's argument tuple (then `arg_index` is a position in that tuple). */
+    Array<ObjectRef> args;
+    /*! \brief What the callee is, for the reason of an in-place decision. */
+    std::string what;
+  };
+
   InplaceDecision Decide(int64_t index, const Call& call) {
     const Step& step = steps_[index];
     InplaceDecision decision;
@@ -210,6 +225,7 @@ class Analysis {
       return decision;
     };
     if (decision.op.empty()) return refuse("calls a function, not an operator");
+    if (call.IsOp(schema::op::CallTIRInplace)) return refuse("it already runs in place");
     if (!step.dataflow && !options_.outside_dataflow) {
       return refuse("outside a dataflow block (outside_dataflow=False)");
     }
@@ -219,31 +235,18 @@ class Analysis {
     if (!result || !result->dtype() || !result->shape()) {
       return refuse("the result is not a tensor of known shape and dtype");
     }
-    if (OpAttr(call.op(), schema::attr::FLegalize) == nullptr) {
-      return refuse(Quoted(decision.op) + " has no legalization (FLegalize)");
+    PrimFuncCall target;
+    if (std::optional<std::string> refusal = call.IsOp(schema::op::CallTIR)
+                                                 ? AsPrimFuncCall(call, &target)
+                                                 : LegalizeOperator(call, &target)) {
+      return refuse(*refusal);
     }
-    OpLegalizer& legalizer = context_->legalizer();
-    const LegalizedCall& legal = legalizer.Legalize(call);
-    if (legal.kind != LegalizedCall::Kind::kCallTIR) return refuse(legal.detail);
-    if (legal.reshape_pattern) {
-      return refuse("it legalizes to a copy, which RewriteDataflowReshape turns into a view");
-    }
-    if (legal.prologue_bindings > 0) {
-      return refuse("its legalization emits " + std::to_string(legal.prologue_bindings) +
-                    " binding(s) before the call_tir");
-    }
-    if (legal.has_tir_vars) {
-      return refuse(
-          "the legalized call passes symbolic shape variables, which "
-          "call_tir_inplace cannot");
-    }
-    ObjectRef call_tir = legalizer.Instantiate(legal, call);
-    Array<ObjectRef> tuple = Tuple(Call(call_tir).args()[1], "call_tir args").fields();
-    if (legal.prim_func->params().size() != tuple.size() + 1) {
-      return refuse("the legalized PrimFunc does not have exactly one output");
+    Array<ObjectRef> tuple = Tuple(Call(target.call_tir).args()[1], "call_tir args").fields();
+    if (target.prim_func->params().size() != tuple.size() + 1) {
+      return refuse("the PrimFunc does not take exactly one output after its inputs");
     }
 
-    Array<ObjectRef> args = call.args();
+    const Array<ObjectRef>& args = target.args;
     std::vector<std::string> refusals;
     for (size_t i = 0; i < args.size(); ++i) {
       const ObjectRef& arg = args[i];
@@ -253,7 +256,8 @@ class Analysis {
       }
       std::optional<TensorType> arg_type = As<TensorType>(TypeOf(arg));
       if (!arg_type || !SameShapeAndDType(*arg_type, *result)) continue;
-      std::optional<std::string> refusal = CheckArgument(index, call, i, tuple, legal, &decision);
+      std::optional<std::string> refusal =
+          CheckArgument(index, args, i, tuple, *target.prim_func, &decision);
       if (refusal) {
         refusals.push_back(*refusal);
         continue;
@@ -261,11 +265,11 @@ class Analysis {
       decision.inplace = true;
       decision.arg_index = static_cast<int64_t>(i);
       decision.arg = NameOf(arg);
-      decision.call_tir = call_tir;
-      decision.prim_func = legal.prim_func;
-      decision.prim_func_name = legal.prim_func_name;
-      decision.reason = PatternName(legalizer.OpPattern(legal)) + "; " + Quoted(NameOf(arg)) +
-                        " is not read afterwards";
+      decision.reused = arg;
+      decision.call_tir = target.call_tir;
+      decision.prim_func = target.prim_func;
+      decision.prim_func_name = target.prim_func_name;
+      decision.reason = target.what + "; " + Quoted(NameOf(arg)) + " is not read afterwards";
       return decision;
     }
     if (refusals.empty()) return refuse("no tensor argument has the result's shape and dtype");
@@ -274,11 +278,72 @@ class Analysis {
     return refuse(reason);
   }
 
-  /*! \brief Why argument `i` of `call` may not hold the result, or nullopt when it may. */
-  std::optional<std::string> CheckArgument(int64_t index, const Call& call, size_t i,
-                                           const Array<ObjectRef>& tuple,
-                                           const LegalizedCall& legal, InplaceDecision* decision) {
+  /*! \brief An operator call through its legalization; nullopt or why it cannot run in place. */
+  std::optional<std::string> LegalizeOperator(const Call& call, PrimFuncCall* out) {
+    std::string op = call.op_name();
+    if (gpu_) {
+      return "the target is a GPU: its pipeline schedules the legalized PrimFunc (dlight), which "
+             "an in-place PrimFunc defeats; the fused, scheduled kernel may run in place instead";
+    }
+    if (OpAttr(call.op(), schema::attr::FLegalize) == nullptr) {
+      return Quoted(op) + " has no legalization (FLegalize)";
+    }
+    OpLegalizer& legalizer = context_->legalizer();
+    const LegalizedCall& legal = legalizer.Legalize(call);
+    if (legal.kind != LegalizedCall::Kind::kCallTIR) return legal.detail;
+    if (legal.reshape_pattern) {
+      return "it legalizes to a copy, which RewriteDataflowReshape turns into a view";
+    }
+    if (legal.prologue_bindings > 0) {
+      return "its legalization emits " + std::to_string(legal.prologue_bindings) +
+             " binding(s) before the call_tir";
+    }
+    if (legal.has_tir_vars) {
+      return "the legalized call passes symbolic shape variables, which call_tir_inplace cannot";
+    }
+    out->call_tir = legalizer.Instantiate(legal, call);
+    out->prim_func = legal.prim_func;
+    out->prim_func_name = legal.prim_func_name;
+    out->args = call.args();
+    out->what = PatternName(legalizer.OpPattern(legal));
+    return std::nullopt;
+  }
+
+  /*! \brief A call_tir of a PrimFunc of the module; nullopt or why it cannot run in place. */
+  std::optional<std::string> AsPrimFuncCall(const Call& call, PrimFuncCall* out) {
     Array<ObjectRef> args = call.args();
+    if (args.size() > 2) {
+      return "the call passes symbolic shape variables, which call_tir_inplace cannot";
+    }
+    auto found = functions_.find(args[0]);
+    if (args.size() < 2 || found == functions_.end() || !Is<PrimFunc>((*found).second)) {
+      return "the callee is not a PrimFunc of the module";
+    }
+    std::optional<Tuple> tuple = As<Tuple>(args[1]);
+    if (!tuple) return "the arguments are not a tuple expression";
+    PrimFunc prim_func((*found).second);
+    std::string name = GlobalVarName(args[0]);
+    if (context_->legalizer().HasReshapePattern(prim_func)) {
+      return "the PrimFunc " + Quoted(name) +
+             " only moves data: RewriteDataflowReshape may turn the call into a view";
+    }
+    if (gpu_ && !HasThreadBindings(prim_func)) {
+      return "the target is a GPU and the PrimFunc " + Quoted(name) +
+             " is not scheduled yet (no thread bindings): the schedule rules (dlight) that "
+             "may still run cannot schedule an in-place PrimFunc";
+    }
+    out->call_tir = call.ref();
+    out->prim_func = prim_func;
+    out->prim_func_name = name;
+    out->args = tuple->fields();
+    out->what = "the PrimFunc " + Quoted(name) + " writes each element after its last read";
+    return std::nullopt;
+  }
+
+  /*! \brief Why argument `i` of `args` may not hold the result, or nullopt when it may. */
+  std::optional<std::string> CheckArgument(int64_t index, const Array<ObjectRef>& args, size_t i,
+                                           const Array<ObjectRef>& tuple, const PrimFunc& prim_func,
+                                           InplaceDecision* decision) {
     const ObjectRef& arg = args[i];
     std::string name = Quoted(NameOf(arg));
     // Every PrimFunc parameter the variable is passed to becomes the one in-place buffer.
@@ -286,7 +351,7 @@ class Analysis {
     for (size_t k = 0; k < tuple.size(); ++k) {
       if (tuple[k].same_as(arg)) positions.push_back(static_cast<int64_t>(k));
     }
-    if (positions.empty()) return name + " is not passed to the legalized PrimFunc as a buffer";
+    if (positions.empty()) return name + " is not passed to the PrimFunc as a buffer";
     RootSet roots = flow_.Eval(arg, index, "").roots;
     if (std::optional<std::string> refusal = StorageRefusal(name, roots, index)) return refusal;
     for (size_t j = 0; j < args.size(); ++j) {
@@ -297,7 +362,7 @@ class Analysis {
                ", and the PrimFunc's buffers are declared noalias";
       }
     }
-    const std::optional<std::string>& access = context_->CheckPrimFunc(*legal.prim_func, positions);
+    const std::optional<std::string>& access = context_->CheckPrimFunc(prim_func, positions);
     if (access) return name + ": " + *access;
     decision->tuple_indices = positions;
     return std::nullopt;
@@ -359,13 +424,18 @@ class Analysis {
    */
   std::optional<ObjectRef> ReshapeSource(const Step& step, const Call& call) const {
     if (!step.dataflow || !ir::relax::IsDataflowVar(step.binding->var().ref())) return std::nullopt;
+    // The tensor operands: a constant counts too (a view of a constant holds no planned storage).
+    Array<ObjectRef> operands = call.args();
+    if (call.IsOp(schema::op::CallTIR)) {
+      std::optional<Tuple> tuple = operands.size() > 1 ? As<Tuple>(operands[1]) : std::nullopt;
+      if (!tuple) return std::nullopt;
+      operands = tuple->fields();
+    }
     std::optional<ObjectRef> source;
-    for (const Object* var : step.uses) {
-      if (flow_.Find(var) == nullptr) continue;
-      ObjectRef ref = ffi::GetRef<ObjectRef>(var);
-      if (!Is<TensorType>(TypeOf(ref))) continue;
+    for (const ObjectRef& operand : operands) {
+      if (!Is<TensorType>(TypeOf(operand))) continue;
       if (source) return std::nullopt;  // more than one tensor argument
-      source = ref;
+      source = operand;
     }
     if (!source) return std::nullopt;
     std::optional<TensorType> from = As<TensorType>(TypeOf(*source));
@@ -451,14 +521,18 @@ class Analysis {
       decision.reason = "in place would raise the memory " + PlannerName() + " plans from " +
                         std::to_string(chosen_bytes) + " to " + std::to_string(with) + " bytes";
       decision.arg_index = -1;
+      decision.reused = ObjectRef();
       decision.arg.clear();
     }
   }
 
   Function func_;
   const InplaceOptionsObj& options_;
+  /*! \brief options_.gpu, resolved. */
+  bool gpu_;
   InplaceContext* context_;
   MemoryEffects effects_;
+  Map<ObjectRef, ObjectRef> functions_;
   std::vector<Step> steps_;
   StorageFlow flow_;
   std::vector<InplaceDecision> decisions_;
@@ -497,6 +571,12 @@ void InplaceOptionsObj::RegisterReflection() {
               "Keep only rewrites that do not raise the bytes the memory planner plans "
               "(judged by a model of it); False keeps every safe rewrite.",
               refl::DefaultValue(true))
+      .def_ro("gpu", &InplaceOptionsObj::gpu,
+              "Whether the module is compiled for a GPU, whose pipeline schedules the PrimFuncs "
+              "it legalizes and fuses (dlight): then operator calls are kept and only calls of "
+              "PrimFuncs already bound to threads run in place. None: the current target has "
+              "the key \"gpu\".",
+              refl::DefaultValue(Optional<bool>()))
       .def_ro("planner", &InplaceOptionsObj::planner,
               "The memory planner that will run, by which memory_aware judges: \"stock\" (TVM's "
               "StaticPlanBlockMemory) or \"memplan\" (tvm-memplan's, as in the memplan pipeline).",
@@ -553,6 +633,14 @@ TVM_FFI_STATIC_INIT_BLOCK() {
           out.push_back(ToRecord(d));
         }
         return out;
+      });
+  tvm::ffi::reflection::GlobalDef().def(
+      "tvm_memplan.analysis.prim_func_inplace_refusal",
+      [](ObjectRef prim_func, Array<int64_t> inputs) -> Optional<String> {
+        std::optional<std::string> refusal =
+            CheckInplacePrimFunc(PrimFunc(prim_func, "prim_func_inplace_refusal"),
+                                 std::vector<int64_t>(inputs.begin(), inputs.end()));
+        return refusal ? Optional<String>(String(*refusal)) : Optional<String>();
       });
   // The model of the memory planner `planner`, for tests: bytes planned when exactly the bindings
   // named in `in_place` (among the safe candidates) run in place.

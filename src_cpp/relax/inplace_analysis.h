@@ -65,6 +65,12 @@ class InplaceOptionsObj : public ffi::Object {
   bool memory_aware = true;
   /*! \brief The planner that will run: "stock" or "memplan". */
   String planner = kStockPlanner;
+  /*!
+   * \brief Whether the module is compiled for a GPU, whose pipeline schedules the PrimFuncs it
+   *        legalizes and fuses (dlight): then operator calls stay as they are and only calls of
+   *        PrimFuncs already bound to threads run in place. None: the current target decides.
+   */
+  Optional<bool> gpu;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceOptions", InplaceOptionsObj,
@@ -89,9 +95,14 @@ struct InplaceDecision {
   std::string op;
   bool dataflow = false;
   bool inplace = false;
-  /*! \brief Position of the reused argument among the call's arguments (-1 when refused). */
+  /*!
+   * \brief Position of the reused argument (-1 when refused): among an operator's arguments,
+   *        or in the argument tuple of a call_tir.
+   */
   int64_t arg_index = -1;
   std::string arg;
+  /*! \brief The reused argument (a variable). */
+  ObjectRef reused;
   /*! \brief Why the binding runs in place, or why it does not. */
   std::string reason;
 

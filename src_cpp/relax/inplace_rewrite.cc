@@ -4,11 +4,13 @@
  */
 #include "relax/inplace_rewrite.h"
 
+#include <tvm/ffi/extra/structural_visit.h>
 #include <tvm/ffi/reflection/registry.h>
 
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -87,7 +89,12 @@ PrimFunc MakeInplacePrimFunc(const PrimFunc& prim_func, const std::vector<int64_
       kept.push_back(params[p]);
     }
   }
-  return prim_func.WithParamsAndBody(kept, redirect(prim_func.body()));
+  // A copy must not export the original's symbol: AttachGlobalSymbol names it later.
+  PrimFunc inplace = prim_func.WithParamsAndBody(kept, redirect(prim_func.body()));
+  if (!inplace.global_symbol().empty()) {
+    inplace = PrimFunc(WithoutFuncAttr(inplace.ref(), schema::attr::GlobalSymbol));
+  }
+  return inplace;
 }
 
 /*! \brief The call_tir argument tuple without the repeated positions `inputs[1:]`. */
@@ -100,6 +107,23 @@ Tuple DropRepeatedArgs(const Tuple& args, const std::vector<int64_t>& inputs) {
     }
   }
   return Tuple(ir::relax::MakeTuple(fields));
+}
+
+/*! \brief The GlobalVars that `func` refers to (calls, call_tir callees, ...). */
+void CollectGlobalVars(const ObjectRef& func, std::unordered_set<const Object*>* out) {
+  ffi::StructuralVisit(func,
+                       [out](const ObjectRef& node,
+                             ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+                         if (!node.defined() || IsTypeNode(node) || IsOpNode(node)) {
+                           return std::nullopt;
+                         }
+                         if (IsGlobalVar(node)) {
+                           out->insert(node.get());
+                           return std::nullopt;
+                         }
+                         if (IsVar(node)) return std::nullopt;
+                         return engine->DefaultVisitExpected(node).value();
+                       });
 }
 
 class Rewrite {
@@ -131,6 +155,7 @@ class Rewrite {
     if (rewritten.empty()) return {mod_, stats_};
     Map<ObjectRef, ObjectRef> result = builder_.ContextModule().functions();
     for (const auto& [gv, func] : rewritten) result.Set(gv, func);
+    RemoveReplacedPrimFuncs(&result);
     return {mod_.WithFunctions(result), stats_};
   }
 
@@ -154,9 +179,29 @@ class Rewrite {
                                                      call_tir.ty_args());
       values[decision.binding.get()] = builder_.Normalize(call);
       ++stats_->rewritten;
+      if (mod_.functions().count(call_tir.args()[0])) replaced_.push_back(call_tir.args()[0]);
     }
     if (values.empty()) return std::nullopt;
     return BindingValueReplacer(values)(func);
+  }
+
+  /*!
+   * \brief Drop the PrimFuncs of the module whose every call now runs in place (each would be
+   *        compiled, one kernel more): private ones that no function refers to any more.
+   */
+  void RemoveReplacedPrimFuncs(Map<ObjectRef, ObjectRef>* functions) {
+    if (replaced_.empty()) return;
+    std::unordered_set<const Object*> used;
+    for (const auto& [gv, func] : *functions) {
+      if (!Is<PrimFunc>(func)) CollectGlobalVars(func, &used);
+    }
+    for (const ObjectRef& gv : replaced_) {
+      auto found = functions->find(gv);
+      if (found == functions->end() || used.count(gv.get())) continue;
+      if (!PrimFunc((*found).second).global_symbol().empty()) continue;  // callable from outside
+      functions->erase(gv);
+      ++stats_->prim_funcs_removed;
+    }
   }
 
   /*! \brief The GlobalVar of the in-place variant of a decision's PrimFunc (added once). */
@@ -181,6 +226,8 @@ class Rewrite {
   ffi::ObjectPtr<InplaceStatsObj> stats_ = ffi::make_object<InplaceStatsObj>();
   std::map<std::pair<const Object*, std::vector<int64_t>>, ObjectRef> prim_funcs_;
   std::vector<ObjectRef> keep_alive_;  // PrimFuncs keyed by address in prim_funcs_
+  /*! \brief Module PrimFuncs that a rewritten call_tir called. */
+  std::vector<ObjectRef> replaced_;
 };
 
 }  // namespace
@@ -197,6 +244,8 @@ void InplaceStatsObj::RegisterReflection() {
       .def_ro("call_bindings", &R::call_bindings, "Bindings whose value is a call.")
       .def_ro("rewritten", &R::rewritten, "Bindings rewritten to R.call_tir_inplace.")
       .def_ro("prim_funcs_added", &R::prim_funcs_added, "In-place PrimFuncs added to the module.")
+      .def_ro("prim_funcs_removed", &R::prim_funcs_removed,
+              "PrimFuncs removed because every call of them now runs in place.")
       .def_ro("signatures_legalized", &R::signatures_legalized,
               "Distinct call signatures legalized to decide.");
 }

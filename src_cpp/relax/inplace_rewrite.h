@@ -37,6 +37,8 @@ class InplaceStatsObj : public ffi::Object {
   int64_t rewritten = 0;
   /*! \brief In-place PrimFuncs added to the module. */
   int64_t prim_funcs_added = 0;
+  /*! \brief PrimFuncs of the module removed because every call of them now runs in place. */
+  int64_t prim_funcs_removed = 0;
   /*! \brief Distinct call signatures legalized. */
   int64_t signatures_legalized = 0;
 

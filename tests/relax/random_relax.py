@@ -5,7 +5,10 @@ concat, returned), views (reshape, expand_dims, squeeze, and copies that Rewrite
 turns into views), constants, several dataflow blocks, bindings outside blocks and `if`s. With
 ``branch_chains``, each `if` branch computes a chain of operators, whose intermediate tensors
 live and die inside the branch while the branch result is read after the `if` (the shape of
-apache/tvm#20191, where TVM's planner uses storage allocated in a branch after it).
+apache/tvm#20191, where TVM's planner uses storage allocated in a branch after it). With
+``constant_copies``, some copies read a constant expression directly (as the batch-norm
+statistics of imported models do: `R.expand_dims(R.const(...))`), which RewriteDataflowReshape
+turns into views of the constant: storage the planner does not manage.
 
 With ``dynamic``, the first dimension of `x` is a shape variable `n` (and a parameter `u` of
 shape `(m, 8)` adds an unbounded `m`): ``"bounded"`` bounds `n` by `N_UPPER_BOUND` through
@@ -61,11 +64,18 @@ class _Scope:
 
 
 class _Generator:
-    def __init__(self, seed: int, branch_chains: bool = False, dynamic: str | None = None):
+    def __init__(
+        self,
+        seed: int,
+        branch_chains: bool = False,
+        constant_copies: bool = False,
+        dynamic: str | None = None,
+    ):
         if dynamic not in DYNAMIC:
             raise ValueError(f"dynamic must be one of {DYNAMIC}, got {dynamic!r}")
         self.rng = random.Random(seed)
         self.branch_chains = branch_chains
+        self.constant_copies = constant_copies
         self.dynamic = dynamic
         #: The shape of `x`, which every branch result has.
         self.main = ("n", 8) if dynamic else (4, 8)
@@ -146,6 +156,10 @@ class _Generator:
                 target.tensors[name] = (8,)
             else:
                 return None
+        elif kind == "copy" and self.constant_copies and rng.random() < 0.5:
+            values = ", ".join(str(round(rng.uniform(-1, 1), 3)) for _ in range(8))
+            self.emit(indent, f'{name} = R.expand_dims(R.const([{values}], "float32"), axis=[0])')
+            target.tensors[name] = (1, 8)
         elif kind == "copy":
             src = self.pick(names)
             shape = visible.tensors[src]
@@ -257,13 +271,21 @@ class _Generator:
 
 
 def random_function_source(
-    seed: int, branch_chains: bool = False, dynamic: str | None = None
+    seed: int,
+    branch_chains: bool = False,
+    constant_copies: bool = False,
+    dynamic: str | None = None,
 ) -> str:
     """TVMScript of a random Relax function `main` (see the module docstring)."""
-    return _Generator(seed, branch_chains, dynamic).function()
+    return _Generator(seed, branch_chains, constant_copies, dynamic).function()
 
 
-def random_module(seed: int, branch_chains: bool = False, dynamic: str | None = None):
-    source = random_function_source(seed, branch_chains, dynamic)
+def random_module(
+    seed: int,
+    branch_chains: bool = False,
+    constant_copies: bool = False,
+    dynamic: str | None = None,
+) -> tvm.IRModule:
+    source = random_function_source(seed, branch_chains, constant_copies, dynamic)
     func = tvm.script.from_source(source, extra_vars={"R": R, "T": T})
     return tvm.IRModule({"main": func})

@@ -889,6 +889,56 @@ def test_memory_is_judged_by_the_planner_that_will_run():
     assert {c.binding for c in stock if c.inplace} == {"v5"}
 
 
+@I.ir_module
+class ImportedBatchNorm:
+    """Batch norm as torch.export + DecomposeOpsForInference import it: the statistics are
+    constants, reshaped by `expand_dims` (a copy that RewriteDataflowReshape turns into a view
+    of the constant, holding no storage the planner manages)."""
+
+    @R.function
+    def main(x: R.Tensor((1, 16, 32, 32), "float32")):
+        with R.dataflow():
+            mean = R.expand_dims(R.const(np.linspace(-1, 1, 16, dtype="float32")), axis=[0, 2, 3])
+            var = R.expand_dims(R.const(np.linspace(1, 2, 16, dtype="float32")), axis=[0, 2, 3])
+            v1 = R.add(var, R.const(1e-5, "float32"))
+            v2 = R.sqrt(v1)
+            c = R.subtract(x, mean)
+            d = R.divide(c, v2)
+            e = R.nn.relu(d)
+            f = R.add(e, x)
+            R.output(f)
+        return f
+
+
+def test_memory_model_leaves_views_of_constants_unplanned():
+    """The model of StaticPlanBlockMemory predicts TVM's plan exactly when copies of constants
+    become views: without in-place calls, with the rewrites chosen, and with every safe one. It
+    used to give such a copy a storage token of its own, which shifted its greedy reuse (on
+    torchvision's MnasNet it predicted 2 KB less than TVM plans, and the pass chose by it)."""
+    from tvm_memplan.analysis import planned_storage
+    from tvm_memplan.testing import inplace_modelled_bytes
+
+    mod, main = ImportedBatchNorm, ImportedBatchNorm["main"]
+    for memory_aware in (True, False):
+        chosen = [
+            c.binding for c in inplace_candidates(main, mod, memory_aware=memory_aware) if c.inplace
+        ]
+        after = DataflowUseInplaceCalls(memory_aware=memory_aware)(mod)
+        assert (
+            inplace_modelled_bytes(main, mod, chosen, "stock") == planned_storage(after).total_bytes
+        )
+    assert inplace_modelled_bytes(main, mod, [], "stock") == planned_storage(mod).total_bytes
+
+
+def test_views_of_constants_are_never_overwritten():
+    """`v1` reads a view of a constant: TVM's pass writes into it (the statistics change on
+    every call); ours keeps it, and runs twice to the same results."""
+    decisions = {c.binding: c for c in inplace_candidates(ImportedBatchNorm["main"])}
+    assert not decisions["v1"].inplace
+    assert "constant" in decisions["v1"].reason
+    assert_same_relax_results(ImportedBatchNorm, DataflowUseInplaceCalls()(ImportedBatchNorm))
+
+
 def test_an_unknown_planner_is_refused():
     with pytest.raises(ValueError, match='planner must be "stock" or "memplan", got "greedy"'):
         DataflowUseInplaceCalls(planner="greedy")

@@ -26,11 +26,7 @@ def test_random_functions_are_rewritten():
     assert rewritten >= len(SEEDS)
 
 
-@pytest.mark.parametrize("seed", range(0, 60, 3))
-@pytest.mark.parametrize("memory_aware", [False, True])
-def test_memory_model_matches_the_planner(seed, memory_aware):
-    """The bytes the model predicts for the chosen rewrites are the bytes TVM plans."""
-    mod = random_module(seed)
+def assert_model_matches_the_planner(mod, memory_aware: bool):
     after = DataflowUseInplaceCalls(memory_aware=memory_aware)(mod)
     chosen = [
         d.binding
@@ -41,3 +37,29 @@ def test_memory_model_matches_the_planner(seed, memory_aware):
         inplace_modelled_bytes(mod["main"], mod, chosen, "stock")
         == planned_storage(after).total_bytes
     )
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 3))
+@pytest.mark.parametrize("memory_aware", [False, True])
+def test_memory_model_matches_the_planner(seed, memory_aware):
+    """The bytes the model predicts for the chosen rewrites are the bytes TVM plans."""
+    assert_model_matches_the_planner(random_module(seed), memory_aware)
+
+
+@pytest.mark.parametrize("seed", range(1, 60, 3))
+def test_memory_model_matches_the_planner_with_copies_of_constants(seed):
+    """A copy of a constant expression (`R.expand_dims(R.const(...))`, as imported batch norms
+    make) becomes a view of the constant after RewriteDataflowReshape: storage the planner does
+    not manage. The model must not give it a storage token, or its greedy reuse drifts from
+    TVM's (torchvision's MnasNet planned 2 KB more than the model predicted)."""
+    mod = random_module(seed, constant_copies=True)
+    for memory_aware in (False, True):
+        assert_model_matches_the_planner(mod, memory_aware)
+
+
+@pytest.mark.parametrize("seed", range(0, 24, 2))
+def test_random_function_with_copies_of_constants_keeps_its_results(seed):
+    """Writing into a view of a constant would change the constant for the next call."""
+    mod = random_module(seed, constant_copies=True)
+    after, _ = use_inplace_calls(mod)
+    assert_same_relax_results(mod, after, seed=seed)

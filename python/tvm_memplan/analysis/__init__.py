@@ -39,6 +39,7 @@ __all__ = [
     "placement_counts",
     "planned_storage",
     "planner_input",
+    "prim_func_inplace_refusal",
     "storage_after_planning",
     "total_bytes",
 ]
@@ -84,6 +85,7 @@ def inplace_candidates(
     outside_dataflow: bool = True,
     memory_aware: bool = True,
     planner: str = "stock",
+    gpu: bool | None = None,
 ) -> list[InplaceCandidate]:
     """In-place decisions for every call binding of a Relax function, in program order.
 
@@ -97,9 +99,24 @@ def inplace_candidates(
     if mod is not None and not isinstance(mod, tvm.IRModule):
         raise TypeError(f"mod must be a tvm.IRModule, got {type(mod).__name__}")
     options = InplaceOptions(
-        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner
+        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner, gpu=gpu
     )
     return list(_ffi_api.inplace_candidates(func, mod, options))
+
+
+def prim_func_inplace_refusal(func: tvm.tirx.PrimFunc, inputs: int | list[int]) -> str | None:
+    """The access proof of DataflowUseInplaceCalls alone: None when ``func`` may write its
+    output (its last parameter) into the memory of parameters ``inputs`` (one tensor passed as
+    each of them), else why not (``src_cpp/relax/inplace_prim_func.h`` states the rule)."""
+    if not isinstance(func, tvm.tirx.PrimFunc):
+        raise TypeError(
+            f"prim_func_inplace_refusal expects a tvm.tirx.PrimFunc, got {type(func).__name__}"
+        )
+    indices = [inputs] if isinstance(inputs, int) else list(inputs)
+    if not indices or not all(isinstance(i, int) for i in indices):
+        raise TypeError(f"inputs must be a parameter index or a list of them, got {inputs!r}")
+    refusal = _ffi_api.prim_func_inplace_refusal(func, indices)
+    return None if refusal is None else str(refusal)
 
 
 @tvm_ffi.register_object("tvm_memplan.tir.CompactedRegion")

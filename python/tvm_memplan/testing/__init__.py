@@ -196,7 +196,7 @@ def compile_with_planner(mod: tvm.IRModule, target="llvm", planner: str = "stock
         with tvm.transform.PassContext(disabled_pass=["StaticPlanBlockMemory"]):
             return tvm.compile(mod, target=target)
     if planner == "memplan":
-        with pipeline._substituted(pipeline.RELAX_SUBSTITUTIONS, "Relax pipeline"):
+        with pipeline._substituted(pipeline.PLANNER_SUBSTITUTIONS, "Relax pipeline"):
             executable = tvm.compile(mod, target=target)
         return executable
     raise ValueError(f"planner must be one of {PLANNERS}, got {planner!r}")
@@ -357,3 +357,21 @@ def allocated_bytes(func: tvm.tirx.PrimFunc) -> int | None:
 
     sizes = [r.original_bytes for r in compacted_regions(func)]
     return None if any(s is None for s in sizes) else sum(sizes)
+
+
+_KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\(\d+\)\s+)?(\w+)\s*\(")
+
+
+def device_kernel_names(executable) -> list[str]:
+    """The GPU kernels an executable built for a CUDA target carries, sorted (each kernel is
+    declared and then defined in the generated source: counted once)."""
+    names: set[str] = set()
+
+    def walk(module):
+        if module.kind == "cuda":
+            names.update(_KERNEL.findall(module.inspect_source()))
+        for imported in module.imports:
+            walk(imported)
+
+    walk(executable.mod if hasattr(executable, "mod") else executable)
+    return sorted(names)

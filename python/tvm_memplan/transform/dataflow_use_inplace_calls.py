@@ -18,10 +18,15 @@ class InplaceOptions(tvm_ffi.Object):
 
 
 def DataflowUseInplaceCalls(
-    *, outside_dataflow: bool = True, memory_aware: bool = True, planner: str = "stock"
+    *,
+    outside_dataflow: bool = True,
+    memory_aware: bool = True,
+    planner: str = "stock",
+    gpu: bool | None = None,
 ) -> tvm.transform.Pass:
-    """Rewrite operator calls whose result can overwrite one of their arguments into
-    ``R.call_tir_inplace`` calls of in-place PrimFuncs. Run it before ``LegalizeOps``.
+    """Rewrite calls whose result can overwrite one of their arguments into
+    ``R.call_tir_inplace`` calls of in-place PrimFuncs: operator calls (before ``LegalizeOps``)
+    and ``R.call_tir`` of any PrimFunc (legalized, fused by FuseTIR, scheduled, hand-written).
 
     Parameters
     ----------
@@ -34,9 +39,14 @@ def DataflowUseInplaceCalls(
         The planner that will run: ``"stock"`` (TVM's ``StaticPlanBlockMemory``, as in TVM's
         pipelines) or ``"memplan"`` (``tvm_memplan.transform.StaticPlanBlockMemory``, as in the
         ``"memplan"`` pipeline).
+    gpu
+        Whether the module is compiled for a GPU, whose pipeline schedules the PrimFuncs it
+        legalizes and fuses (dlight): then operator calls are kept and only calls of PrimFuncs
+        already bound to threads run in place. ``None``: the target current when the pass runs
+        decides (its key ``"gpu"``).
     """
     options = InplaceOptions(
-        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner
+        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner, gpu=gpu
     )
     return _ffi_api.DataflowUseInplaceCalls(options)
 
@@ -53,12 +63,13 @@ def use_inplace_calls(
     outside_dataflow: bool = True,
     memory_aware: bool = True,
     planner: str = "stock",
+    gpu: bool | None = None,
 ) -> tuple[tvm.IRModule, InplaceStats]:
     """Run DataflowUseInplaceCalls on ``mod`` and also return what it did."""
     if not isinstance(mod, tvm.IRModule):
         raise TypeError(f"use_inplace_calls expects a tvm.IRModule, got {type(mod).__name__}")
     options = InplaceOptions(
-        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner
+        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner, gpu=gpu
     )
     new_mod, stats = _ffi_api.use_inplace_calls(mod, options)
     return new_mod, stats

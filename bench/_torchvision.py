@@ -1,0 +1,63 @@
+"""Real models for the benchmarks' ``--torchvision`` rows: torchvision networks through
+``torch.export`` and ``from_exported_program`` at small input sizes, as a user imports them
+(torch and torchvision are a development extra; without them there are no such rows)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+import tvm
+
+# name -> (torchvision constructor name, input shape)
+MODELS = {
+    "tv_resnet18": ("resnet18", (1, 3, 64, 64)),
+    "tv_mobilenet_v2": ("mobilenet_v2", (1, 3, 64, 64)),
+    "tv_mnasnet0_5": ("mnasnet0_5", (1, 3, 64, 64)),
+    "tv_squeezenet1_0": ("squeezenet1_0", (1, 3, 64, 64)),
+}
+
+
+def available() -> bool:
+    try:
+        import torch  # noqa: F401
+        import torchvision  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def load(name: str) -> tuple[tvm.IRModule, str]:
+    """The Relax module of torchvision model `name` (weights=None, eval mode, batch norms
+    decomposed for inference, parameters bound as constants) and its function name."""
+    import torch
+    import torchvision
+    from tvm.relax.frontend.torch import from_exported_program
+
+    constructor, shape = MODELS[name]
+    model = getattr(torchvision.models, constructor)(weights=None).eval()
+    torch.manual_seed(0)
+    exported = torch.export.export(model, (torch.randn(*shape),))
+    mod = from_exported_program(exported, keep_params_as_input=False)
+    return tvm.relax.transform.DecomposeOpsForInference()(mod), "main"
+
+
+def loaders() -> dict[str, Callable[[], tuple[tvm.IRModule, str]]]:
+    return {name: (lambda name=name: load(name)) for name in MODELS}
+
+
+def add_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--torchvision", action="store_true", help="add torchvision models")
+
+
+def zoo(args: argparse.Namespace, base: dict) -> dict | None:
+    """`base` (name -> loader), with the torchvision models under ``--torchvision``; None (and
+    a message on stderr) when they were asked for and torch or torchvision is missing."""
+    models = dict(base)
+    if getattr(args, "torchvision", False):
+        if not available():
+            print("--torchvision needs torch and torchvision", file=sys.stderr)
+            return None
+        models.update(loaders())
+    return models
