@@ -43,6 +43,73 @@ std::optional<std::string> CheckSelection(const ObjectRef& value) {
   return std::nullopt;
 }
 
+/*! \brief [lo, hi] of `var` under `conditions`, each a comparison of `var` with a constant or
+ *         the negation of one; nullopt when one is not. (TVM's analyzer loses `v < 32` from
+ *         `!(32 <= v)` when v <= 32 is known: it rewrites the condition to `v != 32`.) */
+std::optional<std::pair<int64_t, int64_t>> IntervalUnder(const ObjectRef& var, int64_t lo,
+                                                         int64_t hi,
+                                                         const std::vector<ObjectRef>& conditions) {
+  using Kind = BinaryExpr::Kind;
+  for (ObjectRef condition : conditions) {
+    bool negated = false;
+    while (std::optional<ObjectRef> inner = AsNot(condition)) {
+      condition = *inner;
+      negated = !negated;
+    }
+    std::optional<BinaryExpr> cmp = AsBinary(condition);
+    if (!cmp) return std::nullopt;
+    Kind kind = cmp->kind;
+    std::optional<int64_t> constant;
+    if (cmp->a.same_as(var)) {
+      constant = AsConstInt(cmp->b);
+    } else if (cmp->b.same_as(var)) {
+      constant = AsConstInt(cmp->a);
+      // c < v is v > c, ...
+      kind = kind == Kind::kLT   ? Kind::kGT
+             : kind == Kind::kLE ? Kind::kGE
+             : kind == Kind::kGT ? Kind::kLT
+             : kind == Kind::kGE ? Kind::kLE
+                                 : kind;
+    }
+    if (!constant) return std::nullopt;
+    if (negated) {
+      kind = kind == Kind::kLT   ? Kind::kGE
+             : kind == Kind::kLE ? Kind::kGT
+             : kind == Kind::kGT ? Kind::kLE
+             : kind == Kind::kGE ? Kind::kLT
+             : kind == Kind::kEQ ? Kind::kNE
+             : kind == Kind::kNE ? Kind::kEQ
+                                 : kind;
+    }
+    int64_t c = *constant;
+    switch (kind) {
+      case Kind::kLT:
+        hi = std::min(hi, c - 1);
+        break;
+      case Kind::kLE:
+        hi = std::min(hi, c);
+        break;
+      case Kind::kGT:
+        lo = std::max(lo, c + 1);
+        break;
+      case Kind::kGE:
+        lo = std::max(lo, c);
+        break;
+      case Kind::kEQ:
+        lo = std::max(lo, c);
+        hi = std::min(hi, c);
+        break;
+      case Kind::kNE:
+        if (c == lo) ++lo;
+        if (c == hi) --hi;
+        break;
+      default:
+        return std::nullopt;
+    }
+  }
+  return std::make_pair(lo, hi);
+}
+
 /*! \brief Reads the slices off the single block writing the output. */
 class ConcatCheck : public ScopedVisitor {
  public:
@@ -181,12 +248,22 @@ class ConcatCheck : public ScopedVisitor {
       return Fail("input " + Quoted(input.name()) + " is not a row-major slice of the output");
     }
     Analyzer* ana = analyzer();
+    Array<ObjectRef> iter_vars = realize_->block().iter_vars();
     std::vector<int64_t> shifts;
     for (size_t d = 0; d < indices.size(); ++d) {
       std::optional<int64_t> shift = AsConstInt(ana->Simplify(Sub(out[d], indices[d])));
-      // Selected only where the input holds the element (the conditions on the way hold here).
-      bool inside = shift && ana->CanProve(GE(indices[d], IntConst(indices[d], 0))) &&
-                    ana->CanProve(LT(indices[d], input.shape()[d]));
+      if (!shift) return Fail("input " + Quoted(input.name()) + " is read at another element");
+      // Selected only where the input holds the element: the output index ranges over the
+      // block's domain narrowed by the conditions on the way to this load.
+      std::optional<int64_t> extent = AsConstInt(input.shape()[d]);
+      std::optional<int64_t> out_extent = AsConstInt(output_.shape()[d]);
+      std::optional<std::pair<int64_t, int64_t>> range =
+          extent && out_extent && d < iter_vars.size()
+              ? IntervalUnder(out[d], 0, *out_extent - 1, conditions())
+              : std::nullopt;
+      bool inside = range ? range->first - *shift >= 0 && range->second - *shift < *extent
+                          : ana->CanProve(GE(indices[d], IntConst(indices[d], 0))) &&
+                                ana->CanProve(LT(indices[d], input.shape()[d]));
       if (!inside) return Fail("input " + Quoted(input.name()) + " is read at another element");
       shifts.push_back(*shift);
     }

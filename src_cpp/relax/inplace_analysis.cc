@@ -63,7 +63,10 @@ class Analysis {
         options_(options),
         gpu_(options.gpu.value_or(target::CompilingForGPU())),
         context_(context),
-        effects_(mod, &context->legalizer()),
+        effects_(
+            mod, &context->legalizer(),
+            MemoryEffectPolicy{/*packed_functions_keep_arguments=*/true,
+                               /*concatenations_may_be_views=*/options.planner == kMemplanPlanner}),
         functions_(mod.defined() ? IRModule(mod, "module").functions()
                                  : Map<ObjectRef, ObjectRef>()),
         steps_(FlattenFunction(func)),

@@ -6,6 +6,8 @@
 
 #include <utility>
 
+#include "relax/concat_prim_func.h"
+
 namespace tvm_memplan {
 namespace relax {
 
@@ -63,6 +65,15 @@ bool MemoryEffects::MayBeReshape(const Call& call) {
   return legalizer_->HasReshapePattern(PrimFunc((*found).second));
 }
 
+bool MemoryEffects::IsContiguousConcatenation(const PrimFunc& prim_func) {
+  auto found = concatenations_.find(prim_func.get());
+  if (found != concatenations_.end()) return found->second;
+  auto result = AnalyzeConcatenation(prim_func);
+  const auto* layout = std::get_if<ConcatLayout>(&result);
+  keep_alive_.push_back(prim_func.ref());
+  return concatenations_[prim_func.get()] = layout != nullptr && layout->contiguous;
+}
+
 MemoryEffect MemoryEffects::Classify(const Call& call) {
   using Kind = MemoryEffect::Kind;
   std::string op = call.op_name();
@@ -111,6 +122,12 @@ MemoryEffect MemoryEffects::Classify(const Call& call) {
     // Destination-passing style: the VM allocates the outputs, unless the PrimFunc only
     // moves data and RewriteDataflowReshape turns the call into a view.
     bool reshape = op == schema::op::CallTIR && MayBeReshape(call);
+    if (!reshape && op == schema::op::CallTIR && policy_.concatenations_may_be_views) {
+      Array<ObjectRef> args = call.args();
+      auto found = args.empty() ? functions_.end() : functions_.find(args[0]);
+      reshape = found != functions_.end() && Is<PrimFunc>((*found).second) &&
+                IsContiguousConcatenation(PrimFunc((*found).second));
+    }
     return with_escape(Effect(reshape ? Kind::kMaybeView : Kind::kAllocate, Quoted(op)));
   }
   if (op == schema::op::CallTIRInplace) {
@@ -125,9 +142,11 @@ MemoryEffect MemoryEffects::Classify(const Call& call) {
     if (legal.kind != LegalizedCall::Kind::kCallTIR) {
       return Opaque(escapes, "the operator " + Quoted(op) + " (" + legal.detail + ")");
     }
-    // A copy becomes a view of its input after RewriteDataflowReshape.
-    return with_escape(
-        Effect(legal.reshape_pattern ? Kind::kMaybeView : Kind::kAllocate, Quoted(op)));
+    // A copy becomes a view of its input after RewriteDataflowReshape; a concatenation may
+    // become one of its inputs in our planner.
+    bool view = legal.reshape_pattern || (policy_.concatenations_may_be_views &&
+                                          IsContiguousConcatenation(*legal.prim_func));
+    return with_escape(Effect(view ? Kind::kMaybeView : Kind::kAllocate, Quoted(op)));
   }
   if (legalizer_ == nullptr && op == schema::op::Reshape) {
     return View(0, Quoted(op));  // after LegalizeOps, a reshape is a view (vm.builtin.reshape)

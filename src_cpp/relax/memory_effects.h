@@ -20,6 +20,7 @@
 #define TVM_MEMPLAN_RELAX_MEMORY_EFFECTS_H_
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "relax/op_legalization.h"
@@ -70,6 +71,12 @@ struct MemoryEffectPolicy {
    *        in-place pass assumes it may, unless the call is pure.
    */
   bool packed_functions_keep_arguments = true;
+  /*!
+   * \brief Whether a concatenation may end up a view of its inputs: tvm-memplan's planner makes
+   *        concatenations copy-free (relax/concat_placement.h), placing the inputs inside the
+   *        output, so the in-place pass must not write one while the others are read.
+   */
+  bool concatenations_may_be_views = false;
 };
 
 /*! \brief Classifies calls of one module's functions. */
@@ -92,6 +99,11 @@ class MemoryEffects {
   bool IsPrimFunc(const ObjectRef& callee) const;
 
  private:
+  /*! \brief Whether `prim_func` is a concatenation whose inputs are contiguous slices of its
+   *         output (relax/concat_prim_func.h); memoized. */
+  bool IsContiguousConcatenation(const ir::PrimFunc& prim_func);
+  std::unordered_map<const Object*, bool> concatenations_;
+  std::vector<ObjectRef> keep_alive_;  // the PrimFuncs keyed by address
   Map<ObjectRef, ObjectRef> functions_;
   OpLegalizer* legalizer_;
   MemoryEffectPolicy policy_;

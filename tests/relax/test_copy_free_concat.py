@@ -485,3 +485,61 @@ def partial(
 )
 def test_what_is_not_a_concatenation(func, why):
     assert why in analyze_concatenation(func)
+
+
+# ---- the in-place pass, when our planner will run -------------------------------------------
+
+
+@I.ir_module
+class NormalizedConcat:
+    """DenseNet's layer: a normalization of the concatenation while its inputs live on."""
+
+    @R.function
+    def main(x: R.Tensor((1, 16, 4), "float32"), y: R.Tensor((1, 16, 4), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.exp(y)
+            c = R.concat((a, b), axis=1)
+            n = R.subtract(c, R.const(1.0, "float32"))
+            d = R.concat((a, b, R.sum(n, axis=1, keepdims=True)), axis=1)
+            e = R.exp(d)
+            R.output(e)
+        return e
+
+
+def test_with_our_planner_the_in_place_pass_leaves_a_concatenation_to_it():
+    """`c` may become a view of `a` and `b` (copy-free): writing `n` into it would change `a`
+    and `b`, which `d` reads later. With TVM's planner, `c` is a copy and may be overwritten."""
+    from tvm_memplan.analysis import inplace_candidates
+
+    def decision(planner):
+        (n,) = [
+            d
+            for d in inplace_candidates(NormalizedConcat["main"], NormalizedConcat, planner=planner)
+            if d.binding == "n"
+        ]
+        return n.inplace
+
+    assert decision("stock") is True
+    assert decision("memplan") is False
+    (plan,) = memory_plan(NormalizedConcat)
+    assert [c.copy_free for c in plan.concats] == [True, True]
+    _same_results(NormalizedConcat)
+
+
+@T.prim_func(private=True, s_tir=True)
+def one_channel_last(
+    A: T.Buffer((1, 16, 4), "float32"),
+    B: T.Buffer((1, 1, 4), "float32"),
+    C: T.Buffer((1, 17, 4), "float32"),
+):
+    for i, j, k in T.grid(1, 17, 4):
+        with T.sblock("C"):
+            vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+            C[vi, vj, vk] = T.if_then_else(16 <= vj, B[vi, vj - 16, vk], A[vi, vj, vk])  # noqa: SIM300
+
+
+def test_a_last_slice_of_one_is_proven():
+    """With the last slice one wide, TVM's analyzer turns `!(16 <= vj)` into `vj != 16`, which
+    it cannot bound; the proof narrows the index itself."""
+    assert analyze_concatenation(one_channel_last) == (1, (0, 256))
