@@ -63,7 +63,10 @@ bool AffineRanges(const LoopRanges& loops, const RelaxationScope& scope,
     }
     for (const auto& [var, coeff] : form->terms) {
       int k = loops.IndexOf(var.get());
-      if (k >= 0 && loops.relaxed[k]) {
+      // A relaxed loop spans its range; a loop of one iteration (a vthread of extent 1 in
+      // scheduled GPU code) is its one value, relaxed or not.
+      bool single = k >= 0 && loops.constant[k] && loops.lo[k] == loops.hi[k];
+      if (k >= 0 && (loops.relaxed[k] || single)) {
         if (!loops.constant[k] ||
             !AddScaledRange(coeff, loops.lo[k], loops.hi[k], &lo.constant, &hi.constant)) {
           return false;

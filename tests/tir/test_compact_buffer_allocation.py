@@ -723,6 +723,51 @@ class TestLocalRelaxesNoThread(BaseCompactTest):
     runs_on_cpu = False
 
 
+class TestVirtualThreadOfOneIterationIsItsValue(BaseCompactTest):
+    """dlight writes its local accumulator through `vthread.x` of extent 1 in one block and
+    without it in another: the loop is its one value, so both accesses cover the same four
+    elements and the buffer takes four, whatever the symbolic extent it was declared with."""
+
+    @T.prim_func(s_tir=True)
+    def before(a: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (T.int64(1), n, T.int64(64)), "float32")
+        for bx in T.thread_binding((n + T.int64(31)) // T.int64(32), thread="blockIdx.x"):
+            for vx in T.thread_binding(T.int64(1), thread="vthread.x"):
+                for tx in T.thread_binding(T.int64(8), thread="threadIdx.x"):
+                    with T.sblock(""):
+                        L = T.sblock_alloc_buffer(
+                            (T.int64(1), (n + T.int64(31)) // T.int64(32) * T.int64(32)),
+                            scope="local",
+                        )
+                        for i in range(T.int64(4)):
+                            with T.sblock("init"):
+                                L[0, bx * 32 + vx * 32 + tx * 4 + i] = T.float32(0)
+                        for i in range(T.int64(4)):
+                            with T.sblock("out"):
+                                T.where(bx * 32 + tx * 4 + i < n)
+                                A[0, bx * 32 + tx * 4 + i, 0] = L[0, bx * 32 + tx * 4 + i]
+
+    @T.prim_func(s_tir=True)
+    def expected(a: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (T.int64(1), n, T.int64(64)), "float32")
+        for bx in T.thread_binding((n + T.int64(31)) // T.int64(32), thread="blockIdx.x"):
+            for vx in T.thread_binding(T.int64(1), thread="vthread.x"):
+                for tx in T.thread_binding(T.int64(8), thread="threadIdx.x"):
+                    with T.sblock(""):
+                        L = T.sblock_alloc_buffer((T.int64(1), T.int64(4)), scope="local")
+                        for i in range(T.int64(4)):
+                            with T.sblock("init"):
+                                L[0, vx * 32 + i] = T.float32(0)
+                        for i in range(T.int64(4)):
+                            with T.sblock("out"):
+                                T.where(bx * 32 + tx * 4 + i < n)
+                                A[0, bx * 32 + tx * 4 + i, 0] = L[0, i]
+
+    runs_on_cpu = False
+
+
 class TestGlobalRelaxesEveryThread(BaseCompactTest):
     """A global buffer is shared by the whole grid: relaxed over blockIdx and threadIdx."""
 
