@@ -190,6 +190,7 @@ class ConcatCheck : public ScopedVisitor {
   }
 
   void OnStore(const BufferStore& store) override {
+    if (failure_) return;
     if (!store.buffer().same_as(output_)) return Fail("the PrimFunc writes a buffer of its own");
     if (store_indices_) return Fail("the output is written by more than one statement");
     store_indices_ = store.indices();
@@ -236,6 +237,7 @@ class ConcatCheck : public ScopedVisitor {
   /*! \brief A leaf load of input j: the output's indices, each shifted by a constant, and
    *         inside the input under the conditions that select it. */
   void OnLoad(const BufferLoad& load) override {
+    if (failure_) return;
     int j = InputIndex(load.buffer());
     if (j < 0) return Fail("the PrimFunc reads a buffer that is not an input");
     if (shifts_.size() != inputs_.size()) shifts_.resize(inputs_.size());
@@ -244,7 +246,8 @@ class ConcatCheck : public ScopedVisitor {
     Array<ObjectRef> indices = load.indices();
     Array<ObjectRef> out = realize_ ? StoreIndicesOf(*realize_) : Array<ObjectRef>();
     if (!input.strides().empty() || input.dtype() != output_.dtype() ||
-        indices.size() != out.size() || !input.ConstSizeBytes()) {
+        indices.size() != out.size() || out.size() != output_.shape().size() ||
+        !input.ConstSizeBytes()) {
       return Fail("input " + Quoted(input.name()) + " is not a row-major slice of the output");
     }
     Analyzer* ana = analyzer();

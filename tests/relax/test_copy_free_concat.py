@@ -473,6 +473,21 @@ def partial(
             C[vi, vj + 16] = B[vi, vj]
 
 
+@T.prim_func(private=True, s_tir=True)
+def fused_relu_sum(A: T.Buffer((1, 8, 4), "float32"), B: T.Buffer((1, 8), "float32")):
+    R_ = T.sblock_alloc_buffer((1, 8, 4), "float32")
+    for i, j, k in T.grid(1, 8, 4):
+        with T.sblock("relu"):
+            vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+            R_[vi, vj, vk] = T.max(A[vi, vj, vk], T.float32(0))
+    for i, j, k in T.grid(1, 8, 4):
+        with T.sblock("sum"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                B[vi, vj] = T.float32(0)
+            B[vi, vj] = B[vi, vj] + R_[vi, vj, vk]
+
+
 @pytest.mark.parametrize(
     "func, why",
     [
@@ -481,6 +496,7 @@ def partial(
         (computed, "the stored value is not a load of an input"),
         (overlapping, "is read at another element"),
         (partial, "does not visit each output element once"),
+        (fused_relu_sum, "allocates or declares"),
     ],
 )
 def test_what_is_not_a_concatenation(func, why):
