@@ -17,31 +17,63 @@ from tvm.script import tirx as T
 
 from tvm_memplan.analysis import memory_plan, memory_plan_at
 from tvm_memplan.testing import assert_same_relax_results, relax_vm
+from tvm_memplan.testing.compare import CompareBeforeAfter, relax_module
 from tvm_memplan.transform import StaticPlanBlockMemory
 
 
-class PlanCase:
+@I.ir_module
+class Kernels:
+    """The kernels the cases call, written once (`before` and `expected` share them)."""
+
+    @T.prim_func(private=True)
+    def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+        for i in range(16):
+            B[i] = T.exp(A[i])
+
+    @T.prim_func(private=True)
+    def add(
+        A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")
+    ):
+        for i in range(16):
+            C[i] = A[i] + B[i]
+
+    @T.prim_func(private=True)
+    def add2(
+        A: T.Buffer((4, 4), "float32"),
+        B: T.Buffer((16,), "float32"),
+        C: T.Buffer((4, 4), "float32"),
+    ):
+        for i, j in T.grid(4, 4):
+            C[i, j] = A[i, j] + B[i * 4 + j]
+
+    @T.prim_func(private=True)
+    def exp_n(a: T.handle, b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in range(n):
+            B[i] = T.exp(A[i])
+
+
+EXP, ADD, ADD2, EXP_N = (Kernels.get_global_var(n) for n in ("exp", "add", "add2", "exp_n"))
+
+
+class PlanCase(CompareBeforeAfter):
     """`before` -> `expected` under the pass (with `options`), and identical results."""
 
-    before: tvm.IRModule
-    expected: tvm.IRModule | None = None
     options: dict = {}
     #: Input seeds to run (a boolean parameter takes both values over a few seeds).
     seeds: tuple = (0,)
     #: Values of the symbolic shape variables to run with, one dict per run.
     shape_vars: tuple = ({},)
 
-    def after(self):
-        return StaticPlanBlockMemory(**self.options)(self.before)
-
-    def test_ir(self):
-        after = self.after()
+    def transform(self, before):
+        after = StaticPlanBlockMemory(**self.options)(before)
         relax.analysis.well_formed(after)
-        expected = self.before if self.expected is None else self.expected
-        tvm.ir.assert_structural_equal(after, expected)
+        return after
 
     def test_results(self):
-        after = self.after()
+        after = self.transform(self.before)
         vms = (relax_vm(self.before, planner="none"), relax_vm(after, planner="none"))
         for seed in self.seeds:
             for shape_vars in self.shape_vars:
@@ -51,8 +83,8 @@ class PlanCase:
 
     def test_idempotent(self):
         """Planned tensors are views of storages: a second run has nothing left to plan."""
-        once = self.after()
-        tvm.ir.assert_structural_equal(StaticPlanBlockMemory(**self.options)(once), once)
+        once = self.transform(self.before)
+        tvm.ir.assert_structural_equal(self.transform(once), once)
 
 
 # ---- packing --------------------------------------------------------------------------------
@@ -63,63 +95,32 @@ class TestLiveTensorsShareOneStorageAtOffsets(PlanCase):
     reached through ensure_zero_offset under its own variable. The returned `c` is not
     planned (the caller owns it)."""
 
-    @I.ir_module
-    class before:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
+    @R.function
+    def _before(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(x, a)
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(a, b)
+        c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        ADD(a, b, c)
+        return c
 
-        @T.prim_func(private=True)
-        def add(
-            A: T.Buffer((16,), "float32"),
-            B: T.Buffer((16,), "float32"),
-            C: T.Buffer((16,), "float32"),
-        ):
-            for i in range(16):
-                C[i] = A[i] + B[i]
+    @R.function
+    def _expected(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(x, a)
+        b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP(a, b)
+        c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        ADD(a, b, c)
+        return c
 
-        @R.function
-        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
-            R.func_attr({"relax.force_pure": True})
-            cls = before
-            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, a)
-            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(a, b)
-            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.add(a, b, c)
-            return c
-
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
-
-        @T.prim_func(private=True)
-        def add(
-            A: T.Buffer((16,), "float32"),
-            B: T.Buffer((16,), "float32"),
-            C: T.Buffer((16,), "float32"),
-        ):
-            for i in range(16):
-                C[i] = A[i] + B[i]
-
-        @R.function
-        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
-            R.func_attr({"relax.force_pure": True})
-            cls = expected
-            storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
-            a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
-            cls.exp(x, a)
-            b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
-            b = R.memory.ensure_zero_offset(b_at)
-            cls.exp(a, b)
-            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.add(a, b, c)
-            return c
+    before = relax_module(Kernels, main=_before)
+    expected = relax_module(Kernels, main=_expected)
 
 
 class TestTensorMadeInABranchIsReadAfterIt(PlanCase):
@@ -128,62 +129,48 @@ class TestTensorMadeInABranchIsReadAfterIt(PlanCase):
     bytes of `a` after it (TVM's planner allocates the storage inside the branch and uses it
     after the `if`: see test_the_stock_plan_of_this_shape_is_not_well_formed)."""
 
-    @I.ir_module
-    class before:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
+    @R.function
+    def _before(x: R.Tensor((16,), "float32"), c: R.Tensor((), "bool")) -> R.Tensor(
+        (16,), "float32"
+    ):
+        R.func_attr({"relax.force_pure": True})
+        if c:
+            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            EXP(x, a)
+            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            EXP(a, b)
+            r = b
+        else:
+            r = x
+        d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(r, d)
+        e = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(d, e)
+        return e
 
-        @R.function
-        def main(x: R.Tensor((16,), "float32"), c: R.Tensor((), "bool")) -> R.Tensor(
-            (16,), "float32"
-        ):
-            R.func_attr({"relax.force_pure": True})
-            cls = before
-            if c:
-                a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-                cls.exp(x, a)
-                b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-                cls.exp(a, b)
-                r = b
-            else:
-                r = x
-            d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(r, d)
-            e = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(d, e)
-            return e
+    @R.function
+    def _expected(x: R.Tensor((16,), "float32"), c: R.Tensor((), "bool")) -> R.Tensor(
+        (16,), "float32"
+    ):
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        if c:
+            a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+            EXP(x, a)
+            b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+            b = R.memory.ensure_zero_offset(b_at)
+            EXP(a, b)
+            r = b
+        else:
+            r = x
+        d = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(r, d)
+        e = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(d, e)
+        return e
 
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
-
-        @R.function
-        def main(x: R.Tensor((16,), "float32"), c: R.Tensor((), "bool")) -> R.Tensor(
-            (16,), "float32"
-        ):
-            R.func_attr({"relax.force_pure": True})
-            cls = expected
-            storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
-            if c:
-                a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
-                cls.exp(x, a)
-                b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
-                b = R.memory.ensure_zero_offset(b_at)
-                cls.exp(a, b)
-                r = b
-            else:
-                r = x
-            d = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
-            cls.exp(r, d)
-            e = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(d, e)
-            return e
-
+    before = relax_module(Kernels, main=_before)
+    expected = relax_module(Kernels, main=_expected)
     seeds = (0, 1, 2, 3)  # both values of `c`
 
 
@@ -199,140 +186,91 @@ class TestViewKeepsItsSourceLive(PlanCase):
     """`v` is a view of `a` (R.reshape after LegalizeOps): `a` lives until `v`'s last read, so `b`
     may not take its bytes."""
 
-    @I.ir_module
-    class before:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
+    @R.function
+    def _before(x: R.Tensor((16,), "float32")) -> R.Tensor((4, 4), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(x, a)
+        v = R.reshape(a, R.shape([4, 4]))
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(x, b)
+        c = R.builtin.alloc_tensor(R.shape([4, 4]), R.dtype("float32"), 0, R.str("global"))
+        ADD2(v, b, c)
+        return c
 
-        @T.prim_func(private=True)
-        def add2(
-            A: T.Buffer((4, 4), "float32"),
-            B: T.Buffer((16,), "float32"),
-            C: T.Buffer((4, 4), "float32"),
-        ):
-            for i, j in T.grid(4, 4):
-                C[i, j] = A[i, j] + B[i * 4 + j]
+    @R.function
+    def _expected(x: R.Tensor((16,), "float32")) -> R.Tensor((4, 4), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(x, a)
+        v = R.reshape(a, R.shape([4, 4]))
+        b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP(x, b)
+        c = R.builtin.alloc_tensor(R.shape([4, 4]), R.dtype("float32"), 0, R.str("global"))
+        ADD2(v, b, c)
+        return c
 
-        @R.function
-        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((4, 4), "float32"):
-            R.func_attr({"relax.force_pure": True})
-            cls = before
-            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, a)
-            v = R.reshape(a, R.shape([4, 4]))
-            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, b)
-            c = R.builtin.alloc_tensor(R.shape([4, 4]), R.dtype("float32"), 0, R.str("global"))
-            cls.add2(v, b, c)
-            return c
-
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
-
-        @T.prim_func(private=True)
-        def add2(
-            A: T.Buffer((4, 4), "float32"),
-            B: T.Buffer((16,), "float32"),
-            C: T.Buffer((4, 4), "float32"),
-        ):
-            for i, j in T.grid(4, 4):
-                C[i, j] = A[i, j] + B[i * 4 + j]
-
-        @R.function
-        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((4, 4), "float32"):
-            R.func_attr({"relax.force_pure": True})
-            cls = expected
-            storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
-            a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
-            cls.exp(x, a)
-            v = R.reshape(a, R.shape([4, 4]))
-            b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
-            b = R.memory.ensure_zero_offset(b_at)
-            cls.exp(x, b)
-            c = R.builtin.alloc_tensor(R.shape([4, 4]), R.dtype("float32"), 0, R.str("global"))
-            cls.add2(v, b, c)
-            return c
+    before = relax_module(Kernels, main=_before)
+    expected = relax_module(Kernels, main=_expected)
 
 
 class TestTupleAndMatchCastKeepTheirFieldsLive(PlanCase):
     """`a` is read later through a tuple item and a match_cast: `b` and `c`, made in between,
     take other bytes."""
 
-    @I.ir_module
-    class before:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
+    @R.function
+    def _before(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(x, a)
+        t = (a, x)
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(x, b)
+        c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(b, c)
+        m = R.match_cast(t[0], R.Tensor((16,), "float32"))
+        d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(m, d)
+        return d
 
-        @R.function
-        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
-            R.func_attr({"relax.force_pure": True})
-            cls = before
-            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, a)
-            t = (a, x)
-            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, b)
-            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(b, c)
-            m = R.match_cast(t[0], R.Tensor((16,), "float32"))
-            d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(m, d)
-            return d
+    @R.function
+    def _expected(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([192]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(x, a)
+        t = (a, x)
+        b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP(x, b)
+        c_at = R.memory.alloc_tensor(storage, 128, R.shape([16]), R.dtype("float32"), 0)
+        c = R.memory.ensure_zero_offset(c_at)
+        EXP(b, c)
+        m = R.match_cast(t[0], R.Tensor((16,), "float32"))
+        d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(m, d)
+        return d
 
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
-
-        @R.function
-        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
-            R.func_attr({"relax.force_pure": True})
-            cls = expected
-            storage = R.memory.alloc_storage(R.shape([192]), 0, R.str("global"), R.dtype("uint8"))
-            a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
-            cls.exp(x, a)
-            t = (a, x)
-            b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
-            b = R.memory.ensure_zero_offset(b_at)
-            cls.exp(x, b)
-            c_at = R.memory.alloc_tensor(storage, 128, R.shape([16]), R.dtype("float32"), 0)
-            c = R.memory.ensure_zero_offset(c_at)
-            cls.exp(b, c)
-            m = R.match_cast(t[0], R.Tensor((16,), "float32"))
-            d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(m, d)
-            return d
+    before = relax_module(Kernels, main=_before)
+    expected = relax_module(Kernels, main=_expected)
 
 
 class TestEscapingTensorIsNotPlanned(PlanCase):
-    """An impure call may keep `a`: it gets storage of its own (stays R.builtin.alloc_tensor)."""
+    """An impure call may keep `a`: it gets storage of its own (stays R.builtin.alloc_tensor);
+    the pass leaves the function as it is."""
 
-    @I.ir_module
-    class before:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
+    @R.function(pure=False)
+    def _before(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(x, a)
+        R.print(a, format="")
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(a, b)
+        return b
 
-        @R.function(pure=False)
-        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
-            cls = before
-            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, a)
-            R.print(a, format="")
-            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(a, b)
-            return b
+    before = relax_module(Kernels, main=_before)
 
     def test_reason(self):
         (plan,) = memory_plan(self.before, pipeline=None)
@@ -349,64 +287,44 @@ class TestBoundedSymbolicSizesTakeTheirUpperBound(PlanCase):
     """`tir_var_upper_bound` bounds `n` by 32: the tensors are packed at 128 bytes each, and the
     function checks `n` against its bound on entry, before anything is allocated."""
 
-    @I.ir_module
-    class before:
-        @T.prim_func(private=True)
-        def exp(a: T.handle, b: T.handle):
-            n = T.int64()
-            A = T.match_buffer(a, (n,), "float32")
-            B = T.match_buffer(b, (n,), "float32")
-            for i in range(n):
-                B[i] = T.exp(A[i])
+    @R.function
+    def _before(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+        a = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(x, a)
+        b = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(a, b)
+        c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(b, c)
+        return c
 
-        @R.function
-        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
-            n = T.int64()
-            R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
-            cls = before
-            a = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, a)
-            b = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(a, b)
-            c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(b, c)
-            return c
+    @R.function
+    def _expected(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+        n_in_bound = R.call_packed(
+            "relax.run.assert_op",
+            n <= 32,
+            R.str(
+                "main: shape variable n = {} exceeds its tir_var_upper_bound 32: the "
+                "function's memory is planned for sizes within the bound"
+            ),
+            n,
+            ty_args=(R.Tuple,),
+        )
+        storage = R.memory.alloc_storage(R.shape([256]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
+        EXP_N(x, a)
+        b_at = R.memory.alloc_tensor(storage, 128, R.shape([n]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP_N(a, b)
+        c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(b, c)
+        return c
 
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True)
-        def exp(a: T.handle, b: T.handle):
-            n = T.int64()
-            A = T.match_buffer(a, (n,), "float32")
-            B = T.match_buffer(b, (n,), "float32")
-            for i in range(n):
-                B[i] = T.exp(A[i])
-
-        @R.function
-        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
-            n = T.int64()
-            R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
-            cls = expected
-            n_in_bound = R.call_packed(
-                "relax.run.assert_op",
-                n <= 32,
-                R.str(
-                    "main: shape variable n = {} exceeds its tir_var_upper_bound 32: the "
-                    "function's memory is planned for sizes within the bound"
-                ),
-                n,
-                ty_args=(R.Tuple,),
-            )
-            storage = R.memory.alloc_storage(R.shape([256]), 0, R.str("global"), R.dtype("uint8"))
-            a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
-            cls.exp(x, a)
-            b_at = R.memory.alloc_tensor(storage, 128, R.shape([n]), R.dtype("float32"), 0)
-            b = R.memory.ensure_zero_offset(b_at)
-            cls.exp(a, b)
-            c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(b, c)
-            return c
-
+    before = relax_module(Kernels, main=_before)
+    expected = relax_module(Kernels, main=_expected)
     shape_vars = ({"n": 1}, {"n": 17}, {"n": 32})
 
 
@@ -428,48 +346,38 @@ class TestLowerAndUpperBoundsAreCheckedTogether(PlanCase):
         TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_lower_bound={"n": 4}
     )
 
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True)
-        def exp(a: T.handle, b: T.handle):
-            n = T.int64()
-            A = T.match_buffer(a, (n,), "float32")
-            B = T.match_buffer(b, (n,), "float32")
-            for i in range(n):
-                B[i] = T.exp(A[i])
+    @R.function
+    def _expected(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        R.func_attr(
+            {
+                "relax.force_pure": True,
+                "tir_var_lower_bound": {"n": 4},
+                "tir_var_upper_bound": {"n": 32},
+            }
+        )
+        n_in_bound = R.call_packed(
+            "relax.run.assert_op",
+            4 <= n and n <= 32,  # noqa: SIM300  (the IR's operand order)
+            R.str(
+                "main: shape variable n = {} is outside [4, 32], its tir_var_lower_bound "
+                "and tir_var_upper_bound: the function's memory is planned for sizes within "
+                "the bound"
+            ),
+            n,
+            ty_args=(R.Tuple,),
+        )
+        storage = R.memory.alloc_storage(R.shape([256]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
+        EXP_N(x, a)
+        b_at = R.memory.alloc_tensor(storage, 128, R.shape([n]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP_N(a, b)
+        c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(b, c)
+        return c
 
-        @R.function
-        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
-            n = T.int64()
-            R.func_attr(
-                {
-                    "relax.force_pure": True,
-                    "tir_var_lower_bound": {"n": 4},
-                    "tir_var_upper_bound": {"n": 32},
-                }
-            )
-            cls = expected
-            n_in_bound = R.call_packed(
-                "relax.run.assert_op",
-                4 <= n and n <= 32,  # noqa: SIM300  (the IR's operand order)
-                R.str(
-                    "main: shape variable n = {} is outside [4, 32], its tir_var_lower_bound "
-                    "and tir_var_upper_bound: the function's memory is planned for sizes within "
-                    "the bound"
-                ),
-                n,
-                ty_args=(R.Tuple,),
-            )
-            storage = R.memory.alloc_storage(R.shape([256]), 0, R.str("global"), R.dtype("uint8"))
-            a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
-            cls.exp(x, a)
-            b_at = R.memory.alloc_tensor(storage, 128, R.shape([n]), R.dtype("float32"), 0)
-            b = R.memory.ensure_zero_offset(b_at)
-            cls.exp(a, b)
-            c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(b, c)
-            return c
-
+    expected = relax_module(Kernels, main=_expected)
     shape_vars = ({"n": 4}, {"n": 32})
 
 
@@ -576,60 +484,38 @@ class TestUnboundedSymbolicSizesShareStoragesOfTheirSize(PlanCase):
     """Without an upper bound, tensors of provably equal size whose lifetimes do not overlap
     share storages of that size: `c` takes `a`'s (as TVM's planner does, within a block)."""
 
-    @I.ir_module
-    class before:
-        @T.prim_func(private=True)
-        def exp(a: T.handle, b: T.handle):
-            n = T.int64()
-            A = T.match_buffer(a, (n,), "float32")
-            B = T.match_buffer(b, (n,), "float32")
-            for i in range(n):
-                B[i] = T.exp(A[i])
+    @R.function
+    def _before(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        R.func_attr({"relax.force_pure": True})
+        a = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(x, a)
+        b = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(a, b)
+        c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(b, c)
+        d = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(c, d)
+        return d
 
-        @R.function
-        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
-            n = T.int64()
-            R.func_attr({"relax.force_pure": True})
-            cls = before
-            a = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, a)
-            b = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(a, b)
-            c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(b, c)
-            d = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(c, d)
-            return d
+    @R.function
+    def _expected(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([n * 4]), 0, R.str("global"), R.dtype("uint8"))
+        storage1 = R.memory.alloc_storage(R.shape([n * 4]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
+        EXP_N(x, a)
+        b = R.memory.alloc_tensor(storage1, 0, R.shape([n]), R.dtype("float32"), 0)
+        EXP_N(a, b)
+        c = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
+        EXP_N(b, c)
+        d = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(c, d)
+        return d
 
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True)
-        def exp(a: T.handle, b: T.handle):
-            n = T.int64()
-            A = T.match_buffer(a, (n,), "float32")
-            B = T.match_buffer(b, (n,), "float32")
-            for i in range(n):
-                B[i] = T.exp(A[i])
-
-        @R.function
-        def main(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
-            n = T.int64()
-            R.func_attr({"relax.force_pure": True})
-            cls = expected
-            storage = R.memory.alloc_storage(R.shape([n * 4]), 0, R.str("global"), R.dtype("uint8"))
-            storage1 = R.memory.alloc_storage(
-                R.shape([n * 4]), 0, R.str("global"), R.dtype("uint8")
-            )
-            a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
-            cls.exp(x, a)
-            b = R.memory.alloc_tensor(storage1, 0, R.shape([n]), R.dtype("float32"), 0)
-            cls.exp(a, b)
-            c = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
-            cls.exp(b, c)
-            d = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(c, d)
-            return d
-
+    before = relax_module(Kernels, main=_before)
+    expected = relax_module(Kernels, main=_expected)
     shape_vars = ({"n": 1}, {"n": 100})
 
 

@@ -16,6 +16,7 @@ from tvm.script import tirx as T
 
 from tvm_memplan import analysis, testing
 from tvm_memplan.analysis import compacted_regions
+from tvm_memplan.testing.compare import CompareBeforeAfter
 from tvm_memplan.transform import CompactBufferAllocation
 
 _simplify = tvm.transform.Sequential(
@@ -43,8 +44,9 @@ def _assert_equal(actual, expected, before):
         raise ValueError(f"compaction result differs:\n{script}") from err
 
 
-class BaseCompactTest:
-    """Subclasses set `before` and `expected` (a PrimFunc, or an exception class)."""
+class BaseCompactTest(CompareBeforeAfter):
+    """Subclasses set `before` and `expected` (a PrimFunc, or an exception class); both are
+    simplified before they are compared."""
 
     is_strict = True
     runs_on_cpu = True
@@ -64,13 +66,14 @@ class BaseCompactTest:
     def compact(self, func):
         return _apply(CompactBufferAllocation(is_strict=self.is_strict), func)
 
-    def test_expected(self):
-        if isinstance(self.expected, type) and issubclass(self.expected, Exception):
-            with pytest.raises(self.expected):
-                self.compact(self.before)
-            return
-        after = _apply(_simplify, self.compact(self.before))
-        _assert_equal(after, _apply(_simplify, self.expected), self.before)
+    def transform(self, before):
+        return self.compact(before)
+
+    def normalize(self, func):
+        return _apply(_simplify, func)
+
+    def compare(self, actual, expected):
+        _assert_equal(actual, expected, self.before)
 
     def test_lowering_commutes(self):
         lower = tvm.s_tir.transform.LowerOpaqueBlock()

@@ -22,6 +22,7 @@ from tvm_memplan.testing import (
     throw_last_error,
 )
 from tvm_memplan.testing import workspace_allocation as workspace
+from tvm_memplan.testing.compare import CompareBeforeAfter
 
 
 def ctx(config):
@@ -54,27 +55,25 @@ def with_device_id(func):
     return func.with_body(attr)
 
 
-class CompareBeforeAfter:
-    """`before` (a host function: target llvm) through the pass under `config`."""
+class BuiltinCase(CompareBeforeAfter):
+    """`before` (a host function: target llvm) through the pass under `config`; `expected` may
+    also be "stock": TVM's pass gives the same IR."""
 
     config: dict = {}
-    before = None
-    expected = None  # a PrimFunc, an exception class, or "stock" (TVM's pass gives the same IR)
 
-    def test_ir(self):
-        if isinstance(self.expected, type) and issubclass(self.expected, Exception):
-            with pytest.raises(self.expected):
-                lower(self.before, self.config)
-            return
-        after = lower(self.before, self.config)["main"]
-        if isinstance(self.expected, str):
-            expected = stock_lower(with_device_id(self.before))["main"]
-            tvm.ir.assert_structural_equal(after, expected)
-        else:
-            assert_ir_equal(after, self.expected)
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if isinstance(cls.__dict__.get("expected"), str):
+            cls.expected = stock_lower(with_device_id(cls.before))["main"]
+
+    def transform(self, before):
+        return lower(before, self.config)["main"]
+
+    def compare(self, actual, expected):
+        assert_ir_equal(actual, expected)
 
 
-class CompareAndRun(CompareBeforeAfter):
+class CompareAndRun(BuiltinCase):
     """... and `before`, compiled with the "memplan" pipeline under `config`, computes what the
     stock pipeline computes."""
 
@@ -227,7 +226,7 @@ class TestLargeLimitKeepsBigBuffersOnTheStack(CompareAndRun):
     expected = before
 
 
-class TestDynamicSizeUsesTheWorkspace(CompareBeforeAfter):
+class TestDynamicSizeUsesTheWorkspace(BuiltinCase):
     """A size known only at run time always goes to the workspace."""
 
     config = {"tvm_memplan.max_stack_alloca": 65536}
@@ -269,7 +268,7 @@ class TestGlobalStackIsOnTheStackWhateverItsSize(CompareAndRun):
             A[i] = S[2047 - i]
 
 
-class TestGlobalStackWithDynamicSizeIsAnError(CompareBeforeAfter):
+class TestGlobalStackWithDynamicSizeIsAnError(BuiltinCase):
     @T.prim_func
     def before(A: T.Buffer((64,), "float32"), n: T.int32):
         T.func_attr({"target": T.target("llvm")})
@@ -279,7 +278,7 @@ class TestGlobalStackWithDynamicSizeIsAnError(CompareBeforeAfter):
     expected = ValueError
 
 
-class TestGlobalStackWhenTheStackIsForbiddenIsAnError(CompareBeforeAfter):
+class TestGlobalStackWhenTheStackIsForbiddenIsAnError(BuiltinCase):
     config = {"tvm_memplan.max_stack_alloca": 0}
 
     @T.prim_func
@@ -345,7 +344,7 @@ class TestDisableLowerBuiltinIsHonoured(CompareAndRun):
     expected = before
 
 
-class TestDisableLowerBuiltinKeepsTheBuffersScope(CompareBeforeAfter):
+class TestDisableLowerBuiltinKeepsTheBuffersScope(BuiltinCase):
     """An annotated buffer in any scope is left exactly as written, as TVM's pass leaves it:
     where the placements agree, the output is TVM's."""
 
@@ -363,7 +362,7 @@ class TestDisableLowerBuiltinKeepsTheBuffersScope(CompareBeforeAfter):
     expected = "stock"
 
 
-class TestDisableLowerBuiltinForTheCBackendIsInGlobal(CompareBeforeAfter):
+class TestDisableLowerBuiltinForTheCBackendIsInGlobal(BuiltinCase):
     """The C backend compiles an allocation left to it only in scope "global" (TVM's output
     would fail there): for a "c" target the annotated buffer moves to "global"."""
 
@@ -388,7 +387,7 @@ class TestDisableLowerBuiltinForTheCBackendIsInGlobal(CompareBeforeAfter):
             A[i] = K[63 - i]
 
 
-class TestCarriedDisableLowerBuiltinComesBackAsTheAnnotation(CompareBeforeAfter):
+class TestCarriedDisableLowerBuiltinComesBackAsTheAnnotation(BuiltinCase):
     """The scope TagAllocationPlacement uses to carry disable_lower_builtin through
     StorageRewrite becomes the annotation again, in scope "global"."""
 
@@ -463,7 +462,7 @@ class TestBudgetMovesTheLargestToTheWorkspace(CompareAndRun):
             T.evaluate(throw_last_error())
 
 
-class TestNonCPUDeviceIsLoweredAsStock(CompareBeforeAfter):
+class TestNonCPUDeviceIsLoweredAsStock(BuiltinCase):
     """Under a device_type that is not the CPU, TVM's rule applies unchanged."""
 
     config = {"tvm_memplan.max_stack_alloca": 65536}
@@ -479,7 +478,7 @@ class TestNonCPUDeviceIsLoweredAsStock(CompareBeforeAfter):
     expected = "stock"
 
 
-class TestKeepsFunctionsThatAreNotHostCode(CompareBeforeAfter):
+class TestKeepsFunctionsThatAreNotHostCode(BuiltinCase):
     """A function without a CPU target is not host code: left alone, as TVM's pass does."""
 
     @T.prim_func

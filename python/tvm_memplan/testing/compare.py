@@ -1,0 +1,83 @@
+"""One before/after test harness for every pass, in the shape of TVM's ``CompareBeforeAfter``.
+
+A case is a class whose docstring states the rule it checks::
+
+    class TestDeadTensorIsReused(PlanCase):          # PlanCase subclasses CompareBeforeAfter
+        \"\"\"`c` takes the bytes of `a`, dead by then.\"\"\"
+        before = ...                                   # the input IR
+        expected = ...                                 # the IR the pass must make of it
+
+``expected`` may instead be an exception class (the pass must raise it), or be left None (the
+pass must leave ``before`` unchanged: a ``keeps_*`` case). ``xfail = "why"`` records a known gap:
+the comparison is expected to fail, strictly. A pass-specific base class sets ``transform``
+(and, where the IR needs normalizing before comparison, ``normalize``) and adds checks of its
+own (results on the VM, idempotence, ...).
+
+``relax_module`` builds modules whose Relax functions call PrimFuncs of one kernels module
+through its GlobalVars, so that ``before`` and ``expected`` state their kernels once instead
+of repeating them.
+"""
+
+from __future__ import annotations
+
+import tvm
+
+__all__ = ["CompareBeforeAfter", "relax_module"]
+
+
+class CompareBeforeAfter:
+    """``transform(before)`` equals ``expected`` (see the module docstring)."""
+
+    before = None
+    expected = None
+    #: Set to the reason to record a known gap (the comparison must then fail).
+    xfail: str | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("xfail"):
+            import pytest
+
+            def test_transform(self):
+                CompareBeforeAfter.test_transform(self)
+
+            cls.test_transform = pytest.mark.xfail(reason=cls.xfail, strict=True)(test_transform)
+
+    def transform(self, before):
+        raise NotImplementedError(f"{type(self).__name__} sets no transform")
+
+    def normalize(self, ir):
+        """What is compared: the IR as it is, unless a base class normalizes it."""
+        return ir
+
+    def compare(self, actual, expected) -> None:
+        try:
+            tvm.ir.assert_structural_equal(actual, expected)
+        except ValueError as err:
+            raise AssertionError(
+                f"{type(self).__name__}: the pass's output differs from `expected`.\n"
+                f"{type(self).__doc__ or ''}\n{err}"
+            ) from None
+
+    def test_transform(self):
+        expected = self.expected
+        if isinstance(expected, type) and issubclass(expected, Exception):
+            import pytest
+
+            with pytest.raises(expected):
+                self.transform(self.before)
+            return
+        after = self.normalize(self.transform(self.before))
+        self.compare(after, self.normalize(self.before if expected is None else expected))
+
+
+def relax_module(kernels: tvm.IRModule, **functions) -> tvm.IRModule:
+    """``kernels`` (a module of PrimFuncs written once) with the Relax ``functions`` added under
+    their names. The Relax functions, written standalone, call the kernels through the
+    kernels' own GlobalVars (``EXP = Kernels.get_global_var("exp")``, then ``EXP(x, a)`` in
+    TVMScript); each takes the ``global_symbol`` of its name, as in an ``@I.ir_module`` (a
+    standalone ``@R.function`` takes its Python name's)."""
+    items = dict(kernels.functions.items())
+    for name, func in functions.items():
+        items[tvm.ir.GlobalVar(name)] = func.with_attr("global_symbol", name)
+    return tvm.IRModule(items)

@@ -1,0 +1,72 @@
+"""The before/after harness every pass's tests share (tvm_memplan.testing.compare)."""
+
+import pytest
+import tvm
+from tvm.script import tirx as T
+
+from tvm_memplan.testing.compare import CompareBeforeAfter
+
+
+@T.prim_func
+def _copy(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        B[i] = A[i]
+
+
+@T.prim_func
+def _double(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        B[i] = A[i] * T.float32(2)
+
+
+class _Identity(CompareBeforeAfter):
+    def transform(self, before):
+        return before
+
+
+def test_expected_none_means_unchanged():
+    class Keeps(_Identity):
+        before = _copy
+
+    Keeps().test_transform()
+
+
+def test_a_difference_fails_and_names_the_case():
+    class Differs(_Identity):
+        """The rule this case states."""
+
+        before = _copy
+        expected = _double
+
+    with pytest.raises(AssertionError, match="Differs: the pass's output differs"):
+        Differs().test_transform()
+
+
+def test_an_exception_class_is_expected_to_be_raised():
+    class Raises(CompareBeforeAfter):
+        before = _copy
+        expected = ValueError
+
+        def transform(self, before):
+            raise ValueError("rejected")
+
+    Raises().test_transform()
+
+    class DoesNotRaise(_Identity):
+        before = _copy
+        expected = ValueError
+
+    with pytest.raises(pytest.fail.Exception):
+        DoesNotRaise().test_transform()
+
+
+def test_xfail_records_a_known_gap_strictly():
+    class Gap(_Identity):
+        before = _copy
+        expected = _double
+        xfail = "the pass does not double yet"
+
+    (mark,) = Gap.test_transform.pytestmark
+    assert mark.name == "xfail" and mark.kwargs == {"reason": Gap.xfail, "strict": True}
+    assert not hasattr(_Identity.test_transform, "pytestmark")
+    tvm.ir.assert_structural_equal(Gap.before, _copy)
