@@ -42,7 +42,7 @@ namespace {
 std::string Bytes(int64_t bytes) { return std::to_string(bytes) + " B"; }
 
 /*! \brief An integer attribute map such as `tir_var_upper_bound` (name -> value); a value that
- *         is not an integer is a ValueError naming `function`, the attribute and the variable. */
+ *         is not an integer is a TypeError naming `function`, the attribute and the variable. */
 std::map<std::string, int64_t> IntAttrMap(const Function& func, const std::string& function,
                                           const char* key) {
   std::map<std::string, int64_t> out;
@@ -50,9 +50,9 @@ std::map<std::string, int64_t> IntAttrMap(const Function& func, const std::strin
   if (!attr || *attr == nullptr) return out;
   std::optional<Map<String, Any>> entries = attr->try_cast<Map<String, Any>>();
   if (!entries) {
-    TVM_FFI_THROW(ValueError) << "function " << Quoted(function) << ": " << key
-                              << " must map shape variable names to integers, got "
-                              << ToString(*attr);
+    TVM_FFI_THROW(TypeError) << "function " << Quoted(function) << ": " << key
+                             << " must map shape variable names to integers, got "
+                             << ToString(*attr);
   }
   for (const auto& [name, value] : *entries) {
     std::optional<int64_t> bound;
@@ -62,9 +62,9 @@ std::map<std::string, int64_t> IntAttrMap(const Function& func, const std::strin
       bound = AsConstInt(value.cast<ObjectRef>());
     }
     if (!bound) {
-      TVM_FFI_THROW(ValueError) << "function " << Quoted(function) << ": " << key << "[\""
-                                << std::string(name) << "\"] must be an integer, got "
-                                << ToString(value);
+      TVM_FFI_THROW(TypeError) << "function " << Quoted(function) << ": " << key << "[\""
+                               << std::string(name) << "\"] must be an integer, got "
+                               << ToString(value);
     }
     out[std::string(name)] = *bound;
   }

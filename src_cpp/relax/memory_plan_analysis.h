@@ -27,8 +27,9 @@
  *     into and out of `if` branches.
  *  2. A tensor is not planned when it reaches the function result, escapes (an impure call or a
  *     closure may keep it), or has a symbolic size that neither `tir_var_upper_bound` bounds nor
- *     function parameters alone define. A bound that is not an integer, or an upper bound below
- *     its lower bound, is an error (ValueError naming the function and the variable).
+ *     function parameters alone define. A bound that is not an integer (TypeError, as TVM's
+ *     planner raises), or an upper bound below its lower bound (ValueError), is an error naming
+ *     the function and the variable.
  *  3. The others of one (virtual device, storage scope) are packed at offsets, multiples of
  *     `alignment`, of one storage allocated at the function's start (relax/offset_packing.h);
  *     bounded symbolic sizes take their upper bound. Tensors of a provably equal symbolic size

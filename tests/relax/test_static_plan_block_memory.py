@@ -462,11 +462,12 @@ def test_symbolic_sizes_are_expressions_in_the_records():
 
 @pytest.mark.parametrize("bound", ["32", 2.5, [32]])
 def test_a_bound_that_is_not_an_integer_raises(bound):
+    """A TypeError, as TVM's planner raises (a drop-in must not ignore it)."""
     mod = _with_attrs(
         TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": bound}
     )
     for options in ({}, {"fall_back_to_stock": False}):
-        with pytest.raises(ValueError, match='function `main`: tir_var_upper_bound\\["n"\\] must '):
+        with pytest.raises(TypeError, match='function `main`: tir_var_upper_bound\\["n"\\] must '):
             StaticPlanBlockMemory(**options)(mod)
 
 
