@@ -473,9 +473,25 @@ def partial(
             C[vi, vj + 16] = B[vi, vj]
 
 
+@T.prim_func(private=True, s_tir=True)
+def add_bias_inplace(
+    Y: T.Buffer((T.int64(128), T.int64(128)), "float32"), B: T.Buffer((T.int64(128),), "float32")
+):
+    # As LegalizeOps makes an in-place add: the last parameter is read, not written, and has
+    # another rank than the buffer written.
+    T.func_attr({"tirx.noalias": True})
+    for i, j in T.grid(T.int64(128), T.int64(128)):
+        with T.sblock("T_add"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(Y[vi, vj], B[vj])
+            T.writes(Y[vi, vj])
+            Y[vi, vj] = Y[vi, vj] + B[vj]
+
+
 @pytest.mark.parametrize(
     "func, why",
     [
+        (add_bias_inplace, "the PrimFunc writes a buffer of its own"),
         (stencil, "is read at another element"),
         (transposed, "is read at another element"),
         (computed, "the stored value is not a load of an input"),
