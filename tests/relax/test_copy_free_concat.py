@@ -396,6 +396,21 @@ def test_prefix_concatenations_share_one_buffer():
     _same_results(DenseBlock)
 
 
+def test_live_bytes_count_shared_bytes_once():
+    """FunctionMemoryPlan.live_bytes(): tensors of one group count the bytes they cover
+    together once, as the bound does; with copies, every tensor counts on its own."""
+    (plan,) = memory_plan(DenseBlock)
+    (copies,) = memory_plan(DenseBlock, copy_free_concat=False)
+    live, separate = list(plan.live_bytes()), list(copies.live_bytes())
+    assert max(live) <= plan.peak_live_bytes
+    assert max(separate) <= copies.peak_live_bytes
+    grouped = [t for t in plan.tensors if t.group >= 0]
+    assert grouped
+    # Where a concatenation's output and its inputs are live together, they share bytes.
+    assert all(a <= b for a, b in zip(live, separate, strict=True))
+    assert any(a < b for a, b in zip(live, separate, strict=True))
+
+
 # ---- the proof on PrimFuncs --------------------------------------------------------------------
 
 
