@@ -18,6 +18,7 @@ from .load import ReportError
 from .model import FitBudget, FitContributor, FitResult, Kernel, Report
 from .needs import placement_of
 from .origins import describe
+from .views import concat_call, concats_of, lift
 
 __all__ = ["BUDGETS", "UnknownSizesError", "check_fit"]
 
@@ -87,10 +88,6 @@ def _vm(report: Report) -> list[FitContributor]:
         )
         if plan is None or needs is None or needs.vm != figure:
             continue
-        candidates = {
-            str(c.binding): c
-            for c in (report.inplace.candidates.get(f.function, []) if report.inplace else [])
-        }
         at_bound = int(plan.planned_bytes) == int(plan.peak_live_bytes)
         peak = _peak_point(plan)
         for i, t in enumerate(plan.tensors):
@@ -112,19 +109,18 @@ def _vm(report: Report) -> list[FitContributor]:
                 done += f"; {len(writers) - 1} later ops computed in place in it"
             could = []
             first = writers[0] if writers else None
-            if first is not None and first.op == "concat":
-                could.append(
-                    "a concatenation: its inputs could be computed into it directly "
-                    "(copy-free), which no pass does yet"
-                )
+            concat_done, concat_could = _concat_advice(plan, str(t.binding))
+            if concat_done:
+                done += "; " + "; ".join(concat_done)
+            could += concat_could
             if first is not None and first.from_constants:
                 could.append(
                     "computed from constants only: relax.transform.FoldConstant before "
                     "compiling would make it a weight"
                 )
-            candidate = candidates.get(first.binding) if first is not None else None
-            if candidate is not None and not candidate.inplace:
-                could.append(f"not computed in place: {candidate.reason}")
+            refused = _inplace_refusals(report, f.function, first)
+            if refused:
+                could.append(f"not computed in place: {refused}")
             if not could and planned and at_bound:
                 could.append("nothing left to do: the plan is at the peak-live bound")
             found.append(
@@ -138,6 +134,44 @@ def _vm(report: Report) -> list[FitContributor]:
                 )
             )
     return found
+
+
+def _concat_advice(plan, binding: str) -> tuple[list[str], list[str]]:
+    """What is done to a tensor by the concatenations it takes part in, and what could still
+    be: a copy-free one is done; one that keeps its copy could be copy-free, and says why not
+    and what would lift that."""
+    done, could = [], []
+    for c, part in concats_of(plan, binding):
+        call = f"`{c.callee}` ({concat_call(c)})"
+        if c.copy_free:
+            done.append(
+                f"the copy-free concatenation {call} writes no copy: its inputs are computed "
+                "into it"
+                if part == "output"
+                else f"computed directly into its slice of `{c.output}` by the copy-free "
+                f"concatenation {call}: they share those bytes"
+            )
+        else:
+            lifted = lift(str(c.decision))
+            could.append(
+                f"the concatenation {call} keeps its copy ({c.decision}: {c.reason})"
+                + (f"; it would be copy-free with {lifted}" if lifted else "")
+            )
+    return done, could
+
+
+def _inplace_refusals(report: Report, function: str, origin) -> str:
+    """Why the op that made a tensor is not computed in place, per run of tvm-memplan's pass
+    ("" when a run converted it, or no run judged it)."""
+    if origin is None or report.inplace is None:
+        return ""
+    decisions = report.inplace.decisions(function, origin.binding)
+    if not decisions or any(c.inplace or run.already_inplace(c) for run, c in decisions):
+        return ""
+    reasons: dict[str, list[str]] = {}
+    for run, c in decisions:
+        reasons.setdefault(str(c.reason), []).append(run.where.split(",")[0])
+    return "; ".join(f"{reason} ({', '.join(where)})" for reason, where in reasons.items())
 
 
 def _linked_buffers(kernel: Kernel) -> list:
