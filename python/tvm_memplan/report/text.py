@@ -209,7 +209,8 @@ def _concats(report: Report) -> list[str]:
             f"{ratio(ours if isinstance(ours, int) else None, f.with_copies)}"
         )
     for code, count in sorted(totals.kept.items()):
-        lines.append(f"  {count} keep their copy ({code}); what would lift it: {lift(code)}")
+        keeps = "keeps its" if count == 1 else "keep their"
+        lines.append(f"  {count} {keeps} copy ({code}); what would lift it: {lift(code)}")
     return lines
 
 
@@ -225,7 +226,7 @@ def _inplace(report: Report) -> list[str]:
     lines = [
         "",
         f"In-place calls (DataflowUseInplaceCalls): {cell(conv['stock'])} with TVM's pass "
-        f"(stock build), {cell(conv['memplan'])} with tvm-memplan's in two runs (memplan build)",
+        f"(stock build), {cell(conv['memplan'])} with tvm-memplan's (memplan build), per run:",
     ]
     for run in inplace.runs:
         figure = run.skipped if run.conversions is None and run.skipped else cell(run.conversions)
