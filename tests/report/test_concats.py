@@ -15,7 +15,7 @@ from onnx_models import conv_net
 from test_html import Page
 
 from tvm_memplan.examples import models
-from tvm_memplan.report import build_report, render_html, render_text, run_report
+from tvm_memplan.report import build_report, check_fit, render_html, render_text, run_report
 from tvm_memplan.report.views import LIFTS, concat_rows, lift
 
 LLVM = tvm.target.Target({"kind": "llvm"})
@@ -94,6 +94,7 @@ def test_a_concatenation_that_copies_is_advice_for_the_fit(conv_nets):
     advised = [c for c in vm.contributors if c.name in involved]
     assert advised
     for c in advised:
+        assert f"{record.output} = {record.callee}(" in c.could
         assert f"keeps its copy (not_contiguous: {record.reason})" in c.could
         assert f"it would be copy-free with {lift('not_contiguous')}" in c.could
         assert "copy-free concatenation" not in c.done
@@ -105,9 +106,29 @@ def test_a_copy_free_concatenation_is_already_done(conv_nets):
     (vm,) = conv_nets[1].fit.budgets
     (record,) = conv_nets[1].relax[0].plan.concats
     (output,) = [c for c in vm.contributors if c.name == str(record.output)]
-    assert f"the copy-free concatenation `{record.callee}`" in output.done
-    assert "writes no copy" in output.done
+    assert f"made by the copy-free concatenation {record.output} = {record.callee}(" in output.done
+    assert "nothing is copied" in output.done
     assert "concatenation" not in output.could
+
+
+def test_an_input_of_several_copy_free_concatenations_names_them_once(densenet):
+    """DenseNet: a feature sits in the prefix of every later concatenation of its block; its
+    fit entry names all their outputs in one phrase, as done."""
+    report, _ = densenet
+    plan = report.relax[0].plan
+    (vm,) = check_fit(report, {"vm": 1}).budgets
+    checked = 0
+    for c in vm.contributors:
+        outputs = [str(k.output) for k in plan.concats if c.name in [str(i) for i in k.inputs]]
+        if len(outputs) < 2:
+            continue
+        listed = ", ".join(f"`{o}`" for o in outputs[:-1]) + f" and `{outputs[-1]}`"
+        assert f"computed directly into its slice of {listed} (copy-free concatenations)" in (
+            c.done
+        )
+        assert c.done.count("copy-free") == 1 and "concatenation" not in c.could
+        checked += 1
+    assert checked >= 2
 
 
 def test_bytes_with_copies_are_our_planner_without_copy_free_concat(densenet):

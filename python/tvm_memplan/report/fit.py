@@ -101,7 +101,12 @@ def _vm(report: Report) -> list[FitContributor]:
             elif planned:
                 done = (
                     f"live at the peak (program point {peak}), at offset {t.offset} of storage "
-                    f"{t.storage}, shared with tensors not live at the same time"
+                    f"{t.storage}"
+                    + (
+                        ""
+                        if int(t.group) >= 0
+                        else ", shared with tensors not live at the same time"
+                    )
                 )
             else:
                 done = f"allocated on its own: {t.reason}"
@@ -141,22 +146,30 @@ def _concat_advice(plan, binding: str) -> tuple[list[str], list[str]]:
     be: a copy-free one is done; one that keeps its copy could be copy-free, and says why not
     and what would lift that."""
     done, could = [], []
-    for c, part in concats_of(plan, binding):
-        call = f"`{c.callee}` ({concat_call(c)})"
-        if c.copy_free:
+    found = concats_of(plan, binding)
+    for c, part in found:
+        if c.copy_free and part == "output":
             done.append(
-                f"the copy-free concatenation {call} writes no copy: its inputs are computed "
-                "into it"
-                if part == "output"
-                else f"computed directly into its slice of `{c.output}` by the copy-free "
-                f"concatenation {call}: they share those bytes"
+                f"made by the copy-free concatenation {concat_call(c)}: its inputs are computed "
+                "into it, nothing is copied"
             )
-        else:
-            lifted = lift(str(c.decision))
-            could.append(
-                f"the concatenation {call} keeps its copy ({c.decision}: {c.reason})"
-                + (f"; it would be copy-free with {lifted}" if lifted else "")
-            )
+    into = [f"`{c.output}`" for c, part in found if c.copy_free and part == "input"]
+    if into:
+        outputs = into[0] if len(into) == 1 else f"{', '.join(into[:-1])} and {into[-1]}"
+        done.append(
+            f"computed directly into its slice of {outputs} (copy-free concatenation"
+            f"{'s' if len(into) > 1 else ''}): they share those bytes"
+        )
+    lifts: dict[str, str] = {}
+    for c, _ in found:
+        if c.copy_free:
+            continue
+        could.append(
+            f"the concatenation {concat_call(c)} keeps its copy ({c.decision}: {c.reason})"
+        )
+        if lift(str(c.decision)):
+            lifts[str(c.decision)] = lift(str(c.decision))
+    could += [f"it would be copy-free with {advice}" for advice in lifts.values()]
     return done, could
 
 
