@@ -13,6 +13,8 @@ import pytest
 import tvm
 from onnx_models import conv_net
 from test_html import Page
+from tvm.script import ir as I
+from tvm.script import relax as R
 
 from tvm_memplan.examples import models
 from tvm_memplan.report import build_report, check_fit, render_html, render_text, run_report
@@ -252,3 +254,39 @@ def test_a_browser_hovers_a_tensor_that_shares_bytes(densenet, tmp_path):
     assert name == binding and title.startswith(f"{binding}: ")
     assert "shares bytes with the tensors of group" in title
     assert "copy-free" in title
+
+
+@I.ir_module
+class BatchedDenseBlock:
+    """DenseNet's prefix concatenations at batch 2: no input is one contiguous slice."""
+
+    @R.function
+    def main(x: R.Tensor((2, 16, 64), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.sigmoid(a)
+            c1 = R.concat((a, b), axis=1)
+            c = R.tanh(R.sum(c1, axis=1, keepdims=True) + a)
+            c2 = R.concat((a, b, c), axis=1)
+            d = R.sum(c2, axis=1)
+            R.output(d)
+        return d
+
+
+def test_concatenations_that_copy_for_one_reason_are_named_together():
+    """`a` feeds two concatenations that keep their copies for the same reason: its fit entry
+    names both outputs in one phrase, then what would make them copy-free, once."""
+    report = build_report(BatchedDenseBlock, LLVM)
+    plan = report.relax[0].plan
+    assert [str(c.decision) for c in plan.concats] == ["not_contiguous"] * 2
+    (vm,) = check_fit(report, {"vm": 1}).budgets
+    first, second = plan.concats
+    shared = [c for c in vm.contributors if c.name in set(map(str, first.inputs))]
+    assert shared
+    for c in shared:
+        assert (
+            f"the concatenations into `{first.output}` and `{second.output}` keep their copies "
+            f"(not_contiguous: {first.reason})"
+        ) in c.could
+        assert c.could.count("would be copy-free with") == 1
+        assert f"they would be copy-free with {lift('not_contiguous')}" in c.could

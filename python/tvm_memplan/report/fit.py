@@ -155,22 +155,31 @@ def _concat_advice(plan, binding: str) -> tuple[list[str], list[str]]:
             )
     into = [f"`{c.output}`" for c, part in found if c.copy_free and part == "input"]
     if into:
-        outputs = into[0] if len(into) == 1 else f"{', '.join(into[:-1])} and {into[-1]}"
         done.append(
-            f"computed directly into its slice of {outputs} (copy-free concatenation"
+            f"computed directly into its slice of {_listed(into)} (copy-free concatenation"
             f"{'s' if len(into) > 1 else ''}): they share those bytes"
         )
-    lifts: dict[str, str] = {}
+    kept: dict[tuple[str, str], list] = {}  # (code, reason) -> concatenations keeping a copy
     for c, _ in found:
-        if c.copy_free:
-            continue
-        could.append(
-            f"the concatenation {concat_call(c)} keeps its copy ({c.decision}: {c.reason})"
-        )
-        if lift(str(c.decision)):
-            lifts[str(c.decision)] = lift(str(c.decision))
-    could += [f"it would be copy-free with {advice}" for advice in lifts.values()]
+        if not c.copy_free:
+            kept.setdefault((str(c.decision), str(c.reason)), []).append(c)
+    for (code, reason), concats in kept.items():
+        if len(concats) == 1:
+            what = f"the concatenation {concat_call(concats[0])} keeps its copy"
+        else:
+            outputs = _listed([f"`{c.output}`" for c in concats])
+            what = f"the concatenations into {outputs} keep their copies"
+        could.append(f"{what} ({code}: {reason})")
+    copying = sum(len(concats) for concats in kept.values())
+    for code in dict.fromkeys(code for code, _ in kept):
+        if lift(code):
+            could.append(f"{'it' if copying == 1 else 'they'} would be copy-free with {lift(code)}")
     return done, could
+
+
+def _listed(names: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _inplace_refusals(report: Report, function: str, origin) -> str:
