@@ -29,6 +29,7 @@ import argparse
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
@@ -91,27 +92,33 @@ def calls_per_round(call) -> int:
     return max(1, round(ROUND_SECONDS / max(time.perf_counter() - start, 1e-6)))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, help="interleaved timing rounds (default 9)")
-    parser.add_argument("--quick", action="store_true", help="3 timing rounds if unset")
-    torchvision.add_option(parser)
-    args = parser.parse_args()
-    if args.rounds is None:
-        args.rounds = 3 if args.quick else 9
-    zoo = torchvision.zoo(args, ZOO, TORCHVISION)
-    if zoo is None:
-        return 2
+@dataclass
+class Model:
+    mod: tvm.IRModule
+    func_name: str
+    #: Per variant ("stock", "memplan", "copies"): (executable, planner input, planner output).
+    builds: dict
+    #: Our plans of the memplan build's planner input: copy-free (the default) and with copies.
+    ours: object
+    copies: object
 
-    rows = {}
-    for name, builder in zoo.items():
-        mod, func_name = builder()
-        builds = {variant: build(mod, variant) for variant in ("stock", "memplan", "copies")}
-        received = builds["memplan"][1]
-        (ours,) = memory_plan(received, TARGET, pipeline=None)
-        (copies,) = memory_plan(received, TARGET, pipeline=None, **COPIES)
-        rows[name] = (mod, func_name, builds, ours, copies)
 
+def load(builder) -> Model:
+    mod, func_name = builder()
+    builds = {variant: build(mod, variant) for variant in ("stock", "memplan", "copies")}
+    received = builds["memplan"][1]
+    (ours,) = memory_plan(received, TARGET, pipeline=None)
+    (copies,) = memory_plan(received, TARGET, pipeline=None, **COPIES)
+    return Model(mod, func_name, builds, ours, copies)
+
+
+def print_header(header: str) -> None:
+    print(header)
+    print("-" * len(header))
+
+
+def same_ir(rows: dict[str, Model]) -> tuple[bool, bool]:
+    """Table (a); whether copy-free <= with copies <= stock, and ours is at the bound."""
     print(
         "(a) Same IR: what StaticPlanBlockMemory receives in tvm_memplan.compile, bytes planned "
         "by ours (copy-free), ours with copies (copy_free_concat=False) and TVM's"
@@ -120,20 +127,20 @@ def main() -> int:
         f"{'model':<19} {'copy-free':>9} {'bound':>9} {'ours':>9} {'copies':>9} "
         f"{'its bound':>9} {'stock':>9} {'ours/copies':>11} {'ours/stock':>10}"
     )
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     never_more = at_bound = True
     totals = {"ours": 0, "copies": 0, "stock": 0}
-    for name, (_, _, _, ours, copies) in rows.items():
-        free = sum(bool(c.copy_free) for c in ours.concats)
-        planned, with_copies, stock = ours.applied_bytes, copies.applied_bytes, ours.stock_bytes
+    for name, m in rows.items():
+        free = sum(bool(c.copy_free) for c in m.ours.concats)
+        planned, with_copies = m.ours.applied_bytes, m.copies.applied_bytes
+        stock = m.ours.stock_bytes
         for key, value in (("ours", planned), ("copies", with_copies), ("stock", stock)):
             totals[key] += value
         never_more = never_more and planned <= with_copies <= stock
-        at_bound = at_bound and planned <= 1.02 * ours.peak_live_bytes
+        at_bound = at_bound and planned <= 1.02 * m.ours.peak_live_bytes
         print(
-            f"{name:<19} {f'{free}/{len(ours.concats)}':>9} {ours.peak_live_bytes:>9} "
-            f"{planned:>9} {with_copies:>9} {copies.peak_live_bytes:>9} {stock:>9} "
+            f"{name:<19} {f'{free}/{len(m.ours.concats)}':>9} {m.ours.peak_live_bytes:>9} "
+            f"{planned:>9} {with_copies:>9} {m.copies.peak_live_bytes:>9} {stock:>9} "
             f"{planned / with_copies:>11.3f} {planned / stock:>10.3f}"
         )
     print("-" * len(header))
@@ -147,51 +154,53 @@ def main() -> int:
         "concatenation keeps its copy, and its bound; stock: TVM's planner, which never makes "
         "a concatenation copy-free"
     )
+    return never_more, at_bound
 
-    print()
+
+def whole_builds(rows: dict[str, Model]) -> tuple[bool, bool]:
+    """Table (b); whether the results are identical, and memplan <= copies <= stock."""
     print(
         f"(b) Whole builds ({TARGET}): VM bytes after planning, stock vs memplan vs memplan "
         "with copies"
     )
-    header = (
+    print_header(
         f"{'model':<19} {'stock':>9} {'memplan':>9} {'copies':>9} {'memplan/stock':>13} "
         f"{'memplan/copies':>14}  identical"
     )
-    print(header)
-    print("-" * len(header))
-    all_identical = builds_le = True
-    for name, (mod, func_name, builds, _, _) in rows.items():
-        vm = {v: storage_after_planning(b[2]).total_bytes for v, b in builds.items()}
-        inputs = relax_inputs(mod[func_name], seed=0, low=-1.0, high=1.0)
-        vms = [relax.VirtualMachine(b[0], tvm.cpu()) for b in builds.values()]
-        same = identical_relax_results(vms, func_name, inputs)
+    all_identical = never_more = True
+    for name, m in rows.items():
+        vm = {v: storage_after_planning(b[2]).total_bytes for v, b in m.builds.items()}
+        inputs = relax_inputs(m.mod[m.func_name], seed=0, low=-1.0, high=1.0)
+        vms = [relax.VirtualMachine(b[0], tvm.cpu()) for b in m.builds.values()]
+        same = identical_relax_results(vms, m.func_name, inputs)
         all_identical = all_identical and same
-        builds_le = builds_le and vm["memplan"] <= vm["copies"] <= vm["stock"]
+        never_more = never_more and vm["memplan"] <= vm["copies"] <= vm["stock"]
         print(
             f"{name:<19} {vm['stock']:>9} {vm['memplan']:>9} {vm['copies']:>9} "
             f"{vm['memplan'] / vm['stock']:>13.3f} {vm['memplan'] / vm['copies']:>14.3f}  "
             f"{'yes' if same else 'NO'}"
         )
+    return all_identical, never_more
 
-    print()
+
+def run_time(rows: dict[str, Model], rounds: int) -> None:
+    """Table (c)."""
     print(
         f"(c) Run time on the Relax VM ({TARGET}), memplan build with copy-free concatenation "
-        f"over without, {args.rounds} interleaved rounds"
+        f"over without, {rounds} interleaved rounds"
     )
     header = f"{'model':<19} {'copies ms':>10} {'copy-free ms':>12} {'copy-free/copies':>16}"
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     ratios = []
-    for name, (mod, func_name, builds, _, _) in rows.items():
+    for name, m in rows.items():
         calls = {}
         for variant in ("memplan", "copies"):
-            vm = relax.VirtualMachine(builds[variant][0], tvm.cpu())
-            inputs = relax_inputs(mod[func_name], seed=0, low=-1.0, high=1.0)
+            vm = relax.VirtualMachine(m.builds[variant][0], tvm.cpu())
+            inputs = relax_inputs(m.mod[m.func_name], seed=0, low=-1.0, high=1.0)
             on_device = [tvm.runtime.tensor(x) for x in inputs]
-            function = vm[func_name]
+            function = vm[m.func_name]
             calls[variant] = lambda function=function, args=on_device: function(*args)
-        repeat = calls_per_round(calls["copies"])
-        times = timed_rounds(calls, args.rounds, repeat)
+        times = timed_rounds(calls, rounds, calls_per_round(calls["copies"]))
         ratio = times["memplan"] / times["copies"]
         ratios.append(ratio)
         print(
@@ -203,15 +212,35 @@ def main() -> int:
         f"copy-free/copies, geometric mean (max): {statistics.geometric_mean(ratios):.3f} "
         f"({max(ratios):.3f})"
     )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, help="interleaved timing rounds (default 9)")
+    parser.add_argument("--quick", action="store_true", help="3 timing rounds if unset")
+    torchvision.add_option(parser)
+    args = parser.parse_args()
+    if args.rounds is None:
+        args.rounds = 3 if args.quick else 9
+    zoo = torchvision.zoo(args, ZOO, TORCHVISION)
+    if zoo is None:
+        return 2
+
+    rows = {name: load(builder) for name, builder in zoo.items()}
+    plans_le, at_bound = same_ir(rows)
+    print()
+    identical, builds_le = whole_builds(rows)
+    print()
+    run_time(rows, args.rounds)
     targets = [
-        ("copy-free <= with copies <= stock, same IR and whole builds", never_more and builds_le),
+        ("copy-free <= with copies <= stock, same IR and whole builds", plans_le and builds_le),
         ("ours <= 1.02x the bound", at_bound),
-        ("results identical", all_identical),
+        ("results identical", identical),
     ]
     print("targets: " + "; ".join(f"{t}: {'met' if ok else 'NOT met'}" for t, ok in targets))
     # Wrong results and planning more than the variant without the feature are errors; run
     # times are reported (they depend on the machine's load).
-    return 0 if all_identical and never_more and builds_le else 1
+    return 0 if identical and plans_le and builds_le else 1
 
 
 if __name__ == "__main__":
