@@ -1,5 +1,6 @@
-"""What both renderers show in the same order: kernels grouped by what they compute, tensors
-and buffers largest first, and each failure next to the rows it concerns."""
+"""What both renderers show in the same order: kernels grouped by what they compute, tensors,
+buffers and concatenations largest first (with what would make a copying concatenation
+copy-free), and each failure next to the rows it concerns."""
 
 from __future__ import annotations
 
