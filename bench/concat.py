@@ -20,7 +20,7 @@ Models: the zoo's DenseNet, U-Net and Inception (tvm_memplan.examples.models); w
     interleaved rounds on the Relax VM (the order flipped every round; median over rounds of the
     mean call time within a round).
 
-    python bench/concat.py [--rounds 9] [--quick] [--torchvision]
+    python bench/concat.py [--rounds 21] [--quick] [--torchvision]
 """
 
 from __future__ import annotations
@@ -216,12 +216,12 @@ def run_time(rows: dict[str, Model], rounds: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, help="interleaved timing rounds (default 9)")
-    parser.add_argument("--quick", action="store_true", help="3 timing rounds if unset")
+    parser.add_argument("--rounds", type=int, help="interleaved timing rounds (default 21)")
+    parser.add_argument("--quick", action="store_true", help="5 timing rounds if unset")
     torchvision.add_option(parser)
     args = parser.parse_args()
     if args.rounds is None:
-        args.rounds = 3 if args.quick else 9
+        args.rounds = 5 if args.quick else 21
     zoo = torchvision.zoo(args, ZOO, TORCHVISION)
     if zoo is None:
         return 2

@@ -1,8 +1,11 @@
 """Building the report: what each memory pass does to a model, next to what the stock TVM pass
 does, and the memory the stock and the memplan builds need to run it.
 
-The Relax functions are judged before legalization, where the in-place passes run, and where
-the planners run (after the in-place pass of each build). The TIR is judged where each pass
+The Relax functions are judged where the in-place passes and the planners run: the memplan
+build's Relax pipeline runs up to our planner while an instrument records what each of the two
+runs of our in-place pass receives and returns, and what the planner receives; TVM's in-place
+pass runs on the module as imported, then TVM's pipeline up to its planner. The TIR is judged
+where each pass
 receives it: the memplan build is compiled once with the ``"memplan"`` pipelines while an
 instrument records what our compaction and our placement tagging receive, the stock build up to
 TVM's StorageRewrite (where placement is decided in the memplan build).
