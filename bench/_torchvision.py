@@ -28,14 +28,15 @@ def available() -> bool:
     return True
 
 
-def load(name: str) -> tuple[tvm.IRModule, str]:
-    """The Relax module of torchvision model `name` (weights=None, eval mode, batch norms
-    decomposed for inference, parameters bound as constants) and its function name."""
+def load(name: str, models: dict | None = None) -> tuple[tvm.IRModule, str]:
+    """The Relax module of torchvision model `name` of `models` (default ``MODELS``; weights=None,
+    eval mode, batch norms decomposed for inference, parameters bound as constants) and its
+    function name."""
     import torch
     import torchvision
     from tvm.relax.frontend.torch import from_exported_program
 
-    constructor, shape = MODELS[name]
+    constructor, shape = (MODELS if models is None else models)[name]
     model = getattr(torchvision.models, constructor)(weights=None).eval()
     torch.manual_seed(0)
     exported = torch.export.export(model, (torch.randn(*shape),))
@@ -43,21 +44,23 @@ def load(name: str) -> tuple[tvm.IRModule, str]:
     return tvm.relax.transform.DecomposeOpsForInference()(mod), "main"
 
 
-def loaders() -> dict[str, Callable[[], tuple[tvm.IRModule, str]]]:
-    return {name: (lambda name=name: load(name)) for name in MODELS}
+def loaders(models: dict | None = None) -> dict[str, Callable[[], tuple[tvm.IRModule, str]]]:
+    models = MODELS if models is None else models
+    return {name: (lambda name=name: load(name, models)) for name in models}
 
 
 def add_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--torchvision", action="store_true", help="add torchvision models")
 
 
-def zoo(args: argparse.Namespace, base: dict) -> dict | None:
-    """`base` (name -> loader), with the torchvision models under ``--torchvision``; None (and
-    a message on stderr) when they were asked for and torch or torchvision is missing."""
+def zoo(args: argparse.Namespace, base: dict, torchvision: dict | None = None) -> dict | None:
+    """`base` (name -> loader), with the torchvision models (default ``MODELS``) under
+    ``--torchvision``; None (and a message on stderr) when they were asked for and torch or
+    torchvision is missing."""
     models = dict(base)
     if getattr(args, "torchvision", False):
         if not available():
             print("--torchvision needs torch and torchvision", file=sys.stderr)
             return None
-        models.update(loaders())
+        models.update(loaders(torchvision))
     return models

@@ -48,10 +48,25 @@ def test_bundled_example_placement_shows_both_builds(bundled):
 
 
 def test_bundled_example_inplace_conversions(bundled):
+    """Our pass makes the four operator calls in place before legalization; after it, the
+    matmul and the row stencil (PrimFuncs called with call_tir) cannot be."""
     inplace = bundled.inplace
     assert inplace.conversions == {"stock": 2, "memplan": 4}
-    converted = [str(c.binding) for c in inplace.candidates["main"] if c.inplace]
+    before, after = inplace.runs
+    assert (before.name, before.conversions, after.name, after.conversions) == (
+        "before_legalization",
+        4,
+        "after_scheduling",
+        0,
+    )
+    converted = [str(c.binding) for c in before.candidates["main"] if c.inplace]
     assert converted == ["z", "a", "o", "p"]
+    assert [str(c.binding) for c in after.candidates["main"] if after.already_inplace(c)] == [
+        "z",
+        "a",
+        "o",
+        "p",
+    ]
 
 
 def test_bundled_example_memory_plan_is_ours_on_the_memplan_ir(bundled):

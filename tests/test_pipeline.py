@@ -543,6 +543,57 @@ def test_bad_relax_pipelines_are_refused_when_made(base, error):
         tvm_memplan.relax_pipeline(base)
 
 
+@I.ir_module
+class _SkipConcat:
+    """A U-Net skip: `a` and `b` concatenated along the channels, at batch 1."""
+
+    @R.function
+    def forward(x: R.Tensor((1, 16, 8), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.sigmoid(x)
+            c = R.concat((a, b), axis=1)
+            d = R.sum(c, axis=1)
+            R.output(d)
+        return d
+
+
+@pytest.mark.parametrize("base", ["default", "hand_written"])
+def test_planner_options_reach_our_planner(base):
+    """relax_pipeline(base, planner_options=...) builds our planner with those options, through
+    the constructors and in a Sequential built beforehand alike: without copy-free
+    concatenation the planned storage grows by the concatenation's copy, and the results stay
+    the stock build's."""
+    from tvm_memplan.analysis import storage_after_planning
+    from tvm_memplan.instrument import capture
+
+    if base == "hand_written":  # unfused: fusion would put the concatenation in a kernel
+        passes = [p for p in _hand_written_passes() if p.info.name not in ("FuseOps", "FuseTIR")]
+        base = tvm.transform.Sequential(passes, name="hand_written")
+    planned = {}
+    executables = {}
+    for options in (None, {"copy_free_concat": False}):
+        key = "copies" if options else "copy_free"
+        pipeline_ = tvm_memplan.relax_pipeline(base, planner_options=options)
+        run = lambda p=pipeline_, key=key: executables.setdefault(  # noqa: E731
+            key, tvm.compile(_SkipConcat, "llvm", tir_pipeline="memplan", relax_pipeline=p)
+        )
+        after = capture(run, ["tvm_memplan.StaticPlanBlockMemory"], after=True)
+        planned[key] = storage_after_planning(after["tvm_memplan.StaticPlanBlockMemory"])
+    assert planned["copies"].total_bytes > planned["copy_free"].total_bytes
+    _same_results(tvm.compile(_SkipConcat, "llvm"), executables["copy_free"], _SkipConcat)
+    _same_results(tvm.compile(_SkipConcat, "llvm"), executables["copies"], _SkipConcat)
+
+
+@pytest.mark.parametrize(
+    "options, error",
+    [({"copy_free": False}, TypeError), ([("copy_free_concat", False)], TypeError)],
+)
+def test_bad_planner_options_are_refused_when_made(options, error):
+    with pytest.raises(error):
+        tvm_memplan.relax_pipeline("default", planner_options=options)
+
+
 def test_compile_chooses_the_tir_pipeline_itself():
     with pytest.raises(TypeError, match="selects tir_pipeline itself"):
         tvm_memplan.compile(_relax_model(), "llvm", tir_pipeline="s_tir")

@@ -1,7 +1,10 @@
 """Make docs/report-example.png: the HTML report of the bundled example, as headless Chromium
-draws it, and print the fit check that docs/report.md shows.
+draws it, and print the fit check that docs/report.md shows; with ``--zoo NAME``, the report of
+a model of the zoo instead (docs/report-densenet.png: ``--zoo densenet``, whose timeline shows
+tensors sharing bytes through copy-free concatenations).
 
     python tools/report_screenshot.py [--output docs/report-example.png]
+    python tools/report_screenshot.py --zoo densenet --output docs/report-densenet.png
 """
 
 import argparse
@@ -11,8 +14,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import tvm
+
 from tvm_memplan.cli import parse_budgets
-from tvm_memplan.report import render_html, run_report
+from tvm_memplan.examples import models
+from tvm_memplan.report import build_report, render_html, run_report
 from tvm_memplan.report.text import fit_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,12 +28,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "report-example.png")
     parser.add_argument("--height", type=int, default=2200, help="screenshot height, pixels")
+    parser.add_argument("--zoo", choices=sorted(models.ZOO), help="a model of the zoo instead")
     args = parser.parse_args()
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         print("report_screenshot: needs chromium (apt-get install chromium)", file=sys.stderr)
         return 2
-    report = run_report(None, budgets=parse_budgets("vm=128KiB,stack=1KiB,workspace=64KiB"))
+    if args.zoo:
+        mod, _ = models.ZOO[args.zoo]()
+        report = build_report(mod, tvm.target.Target({"kind": "llvm"}), source=f"zoo: {args.zoo}")
+    else:
+        report = run_report(None, budgets=parse_budgets("vm=128KiB,stack=1KiB,workspace=64KiB"))
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "report.html"
         page.write_text(render_html(report), encoding="utf-8")
@@ -46,7 +57,8 @@ def main() -> int:
             capture_output=True,
         )
     print(f"wrote {args.output}")
-    print("\n".join(fit_lines(report.fit)))
+    if report.fit is not None:
+        print("\n".join(fit_lines(report.fit)))
     return 0
 
 

@@ -224,8 +224,10 @@ def _inplace_after_scheduling(rewrite_dataflow_reshape: tvm.transform.Pass) -> t
     )
 
 
-def _our_planner(_stock_planner: tvm.transform.Pass) -> tvm.transform.Pass:
-    return transform.StaticPlanBlockMemory()
+def _our_planner(
+    _stock_planner: tvm.transform.Pass, options: dict | None = None
+) -> tvm.transform.Pass:
+    return transform.StaticPlanBlockMemory(**(options or {}))
 
 
 def _our_inplace_pass(_stock_inplace_pass: tvm.transform.Pass) -> tvm.transform.Pass:
@@ -265,22 +267,37 @@ RELAX_SUBSTITUTIONS: tuple[Substitution, ...] = (
 PLANNER_SUBSTITUTIONS: tuple[Substitution, ...] = (_PLANNER_SUBSTITUTION,)
 
 
-def _replace_built_passes(pass_: tvm.transform.Pass, used: set) -> tvm.transform.Pass:
-    """``pass_`` with the stock passes of ``_RELAX_REPLACEMENTS`` that were built before the
-    pipeline ran replaced (by pass name), inside nested Sequentials too. A module pass that
-    builds its passes when it runs (TVM's and MLC-LLM's pipelines) gets ours through the
-    constructor substitution instead."""
+def _replace_built_passes(
+    pass_: tvm.transform.Pass, used: set, replacements: dict | None = None
+) -> tvm.transform.Pass:
+    """``pass_`` with the stock passes of ``replacements`` (default ``_RELAX_REPLACEMENTS``)
+    that were built before the pipeline ran replaced (by pass name), inside nested Sequentials
+    too. A module pass that builds its passes when it runs (TVM's and MLC-LLM's pipelines) gets
+    ours through the constructor substitution instead."""
+    replacements = _RELAX_REPLACEMENTS if replacements is None else replacements
     if isinstance(pass_, tvm.transform.Sequential):
         info = pass_.pass_info
-        passes = [_replace_built_passes(p, used) for p in pass_.passes]
+        passes = [_replace_built_passes(p, used, replacements) for p in pass_.passes]
         return tvm.transform.Sequential(
             passes, opt_level=info.opt_level, name=info.name, required=list(info.required)
         )
     name = pass_.info.name
-    if name not in _RELAX_REPLACEMENTS:
+    if name not in replacements:
         return pass_
     used.add((tvm.relax.transform.__name__, name))
-    return _RELAX_REPLACEMENTS[name](pass_)
+    return replacements[name](pass_)
+
+
+def _with_planner_options(
+    substitutions: tuple[Substitution, ...], options: dict
+) -> tuple[Substitution, ...]:
+    """``substitutions`` with our planner built with ``options``."""
+    planner = Substitution(
+        tvm.relax.transform,
+        "StaticPlanBlockMemory",
+        lambda stock, *args, **kwargs: _our_planner(stock(*args, **kwargs), options),
+    )
+    return tuple(planner if s.key == planner.key else s for s in substitutions)
 
 
 def _check_base(base) -> None:
@@ -309,7 +326,7 @@ def _resolve(base, target: tvm.target.Target | None) -> list[tvm.transform.Pass]
     return [p for item in base for p in _resolve(item, target)]
 
 
-def relax_pipeline(base="default") -> tvm.transform.Pass:
+def relax_pipeline(base="default", *, planner_options: dict | None = None) -> tvm.transform.Pass:
     """``base`` with tvm-memplan's Relax passes in place of the stock ones.
 
     ``base`` is a registered Relax pipeline name (``"default"``: the one ``tvm.compile`` runs
@@ -327,8 +344,25 @@ def relax_pipeline(base="default") -> tvm.transform.Pass:
     Passes built when the pipeline runs are replaced through their constructors (as for the
     ``"memplan"`` pipelines); a ``Sequential`` built beforehand has its stock passes replaced by
     name. It is an error when no planner or no in-place pass could be put in place.
+
+    ``planner_options`` are keyword arguments of ``tvm_memplan.transform.StaticPlanBlockMemory``
+    for our planner (``{"copy_free_concat": False}``: every concatenation keeps its copy);
+    None: its defaults.
     """
     _check_base(base)
+    replacements = _RELAX_REPLACEMENTS
+    if planner_options is not None:
+        if not isinstance(planner_options, dict):
+            raise TypeError(
+                "planner_options must be a dict of StaticPlanBlockMemory keyword arguments, "
+                f"got {type(planner_options).__name__}"
+            )
+        planner_options = dict(planner_options)
+        transform.StaticPlanBlockMemory(**planner_options)  # bad names or values raise here
+        replacements = {
+            **_RELAX_REPLACEMENTS,
+            "StaticPlanBlockMemory": lambda stock: _our_planner(stock, planner_options),
+        }
 
     @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanRelaxPipeline")
     def pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
@@ -339,9 +373,12 @@ def relax_pipeline(base="default") -> tvm.transform.Pass:
             else "the pipeline never builds it; one that stops before memory planning runs "
             'before one that plans, as in relax_pipeline(["zero", "default"])'
         )
-        with _substituted(RELAX_SUBSTITUTIONS, "Relax pipeline", missing) as used:
+        substitutions = RELAX_SUBSTITUTIONS
+        if planner_options is not None:
+            substitutions = _with_planner_options(substitutions, planner_options)
+        with _substituted(substitutions, "Relax pipeline", missing) as used:
             for p in passes:
-                mod = _replace_built_passes(p, used)(mod)
+                mod = _replace_built_passes(p, used, replacements)(mod)
         return mod
 
     return pipeline

@@ -273,10 +273,11 @@ class ConcatCheck : public ScopedVisitor {
     shifts_[j] = std::move(shifts);
   }
 
-  /*! \brief The store's indices: the block's body is the single store. */
-  static Array<ObjectRef> StoreIndicesOf(const SBlockRealize& realize) {
+  /*! \brief The indices of the block's single store to the output (none when its body is not
+   *         one: an in-place PrimFunc writes another parameter, of another rank). */
+  Array<ObjectRef> StoreIndicesOf(const SBlockRealize& realize) const {
     std::optional<BufferStore> store = As<BufferStore>(realize.block().body());
-    return store ? store->indices() : Array<ObjectRef>();
+    return store && store->buffer().same_as(output_) ? store->indices() : Array<ObjectRef>();
   }
 
   void OnCall(const Call& call) override {

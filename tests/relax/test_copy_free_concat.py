@@ -382,6 +382,21 @@ def test_prefix_concatenations_share_one_buffer():
     _same_results(DenseBlock)
 
 
+def test_live_bytes_count_shared_bytes_once():
+    """FunctionMemoryPlan.live_bytes(): tensors of one group count the bytes they cover
+    together once, as the bound does; with copies, every tensor counts on its own."""
+    (plan,) = memory_plan(DenseBlock)
+    (copies,) = memory_plan(DenseBlock, copy_free_concat=False)
+    live, separate = list(plan.live_bytes()), list(copies.live_bytes())
+    assert max(live) <= plan.peak_live_bytes
+    assert max(separate) <= copies.peak_live_bytes
+    grouped = [t for t in plan.tensors if t.group >= 0]
+    assert grouped
+    # Where a concatenation's output and its inputs are live together, they share bytes.
+    assert all(a <= b for a, b in zip(live, separate, strict=True))
+    assert any(a < b for a, b in zip(live, separate, strict=True))
+
+
 # ---- the proof on PrimFuncs --------------------------------------------------------------------
 
 
@@ -474,9 +489,25 @@ def fused_relu_sum(A: T.Buffer((1, 8, 4), "float32"), B: T.Buffer((1, 8), "float
             B[vi, vj] = B[vi, vj] + R_[vi, vj, vk]
 
 
+@T.prim_func(private=True, s_tir=True)
+def add_bias_inplace(
+    Y: T.Buffer((T.int64(128), T.int64(128)), "float32"), B: T.Buffer((T.int64(128),), "float32")
+):
+    # As LegalizeOps makes an in-place add: the last parameter is read, not written, and has
+    # another rank than the buffer written.
+    T.func_attr({"tirx.noalias": True})
+    for i, j in T.grid(T.int64(128), T.int64(128)):
+        with T.sblock("T_add"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(Y[vi, vj], B[vj])
+            T.writes(Y[vi, vj])
+            Y[vi, vj] = Y[vi, vj] + B[vj]
+
+
 @pytest.mark.parametrize(
     "func, why",
     [
+        (add_bias_inplace, "the PrimFunc writes a buffer of its own"),
         (stencil, "is read at another element"),
         (transposed, "is read at another element"),
         (computed, "the stored value is not a load of an input"),

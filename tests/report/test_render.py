@@ -16,6 +16,7 @@ from tvm_memplan.report.model import (
     Failure,
     FunctionNeeds,
     Inplace,
+    InplaceRun,
     Kernel,
     Needs,
     RelaxFunction,
@@ -173,7 +174,10 @@ def _report() -> Report:
             unknown_vars=["n"],
         ),
         relax=[RelaxFunction("main", _plan(), None, [[CONV], [SCALE]])],
-        inplace=Inplace({"stock": None, "memplan": 0}, {"main": [candidate]}, None, []),
+        inplace=Inplace(
+            {"stock": None, "memplan": 0},
+            [InplaceRun("before_legalization", "before LegalizeOps", 0, {"main": [candidate]})],
+        ),
         kernels=[kernel],
         weights=[Weight("conv.weight", "main", 1000, [250], "float32", "constant", CONV)],
         failures=[

@@ -1,8 +1,11 @@
 """Building the report: what each memory pass does to a model, next to what the stock TVM pass
 does, and the memory the stock and the memplan builds need to run it.
 
-The Relax functions are judged before legalization, where the in-place passes run, and where
-the planners run (after the in-place pass of each build). The TIR is judged where each pass
+The Relax functions are judged where the in-place passes and the planners run: the memplan
+build's Relax pipeline runs up to our planner while an instrument records what each of the two
+runs of our in-place pass receives and returns, and what the planner receives; TVM's in-place
+pass runs on the module as imported, then TVM's pipeline up to its planner. The TIR is judged
+where each pass
 receives it: the memplan build is compiled once with the ``"memplan"`` pipelines while an
 instrument records what our compaction and our placement tagging receive, the stock build up to
 TVM's StorageRewrite (where placement is decided in the memplan build).
@@ -17,18 +20,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import tvm
 import tvm_ffi
 
-from .. import analysis, pipeline, transform
+from .. import analysis, pipeline
 from . import needs, origins
 from .load import LoadedModel, ReportError, one_line
 from .model import (
     Buffer,
+    Concats,
     Failure,
     Inplace,
+    InplaceRun,
     Kernel,
     RelaxFunction,
     Report,
@@ -102,27 +108,43 @@ class _CapturedEnoughError(Exception):
     """Raised by the instrument once it has what it needs, to end a compilation early."""
 
 
+@dataclass
+class _Captured:
+    """What ``_compile_capturing`` recorded."""
+
+    #: The module each named pass received, and the one it returned.
+    before: dict[str, tvm.IRModule] = field(default_factory=dict)
+    after: dict[str, tvm.IRModule] = field(default_factory=dict)
+    #: When the compilation raised: the passes running then, outermost first, and the error.
+    failing: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
 def _compile_capturing(
     run: Callable[[], object],
     names: list[str],
     *,
     stop_before: str | None = None,
     stop_after: str | None = None,
-) -> tuple[dict[str, tvm.IRModule], str | None, str | None]:
-    """Run a compilation recording the module each pass in ``names`` receives, and end it
-    before the pass ``stop_before`` or after the pass ``stop_after`` (what follows, code
-    generation above all, is no memory pass). Returns the modules, and when the compilation
-    raised, the innermost pass running then and the error (both None otherwise)."""
-    captured: dict[str, tvm.IRModule] = {}
+) -> _Captured:
+    """Run a compilation recording the module each pass in ``names`` receives and returns, and
+    end it before the pass ``stop_before`` or after the pass ``stop_after`` (what follows, code
+    generation above all, is no memory pass). A name is a pass name, or "Outer/Inner": pass
+    Inner run by pass Outer (one pass name can run at several places of a pipeline)."""
+    captured = _Captured()
     running: list[str] = []
     stopped = False
+
+    def path(name: str) -> str:
+        return f"{running[-1]}/{name}" if running else name
 
     @tvm.instrument.pass_instrument
     class Capture:
         def run_before_pass(self, mod, info):
             nonlocal stopped
-            if info.name in names:
-                captured[info.name] = mod
+            for key in (info.name, path(info.name)):
+                if key in names:
+                    captured.before[key] = mod
             if info.name == stop_before:
                 stopped = True
                 raise _CapturedEnoughError()
@@ -132,6 +154,9 @@ def _compile_capturing(
             nonlocal stopped
             if running and running[-1] == info.name:
                 running.pop()
+            for key in (info.name, path(info.name)):
+                if key in names:
+                    captured.after[key] = mod
             if info.name == stop_after:
                 stopped = True
                 raise _CapturedEnoughError()
@@ -141,8 +166,9 @@ def _compile_capturing(
             run()
     except Exception as err:
         if not stopped:
-            return captured, (running[-1] if running else None), one_line(err)
-    return captured, None, None
+            captured.failing = list(running)
+            captured.error = one_line(err)
+    return captured
 
 
 def _relax_functions(mod: tvm.IRModule) -> dict[str, tvm.relax.Function]:
@@ -184,20 +210,56 @@ def _count_inplace_calls(mod: tvm.IRModule) -> int:
 # ---- Relax: in-place calls and memory plans ----------------------------------------------------
 
 
+# The memplan build's Relax pipeline (docs/pipelines.md): our in-place pass runs twice, each run
+# inside the Sequential that puts it before a stock pass; then our planner.
+_INPLACE_PASS = "tvm_memplan.DataflowUseInplaceCalls"
+_INPLACE_RUNS = (
+    (
+        "before_legalization",
+        f"tvm_memplan.LegalizeOps/{_INPLACE_PASS}",
+        "before LegalizeOps, on operator calls",
+    ),
+    (
+        "after_scheduling",
+        f"tvm_memplan.RewriteDataflowReshape/{_INPLACE_PASS}",
+        "before RewriteDataflowReshape, on call_tir of the final (fused, scheduled) PrimFuncs",
+    ),
+)
+_OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
+_NOT_ON_GPUS = (
+    "not run on GPU targets: their pipelines schedule what they legalize (dlight), so calls "
+    "go in place after scheduling only"
+)
+
+
+def _inside(stack: list[str], path: str) -> bool:
+    """Whether the passes of ``path`` ("Outer/Inner") run directly one inside the other in
+    ``stack`` (outermost first)."""
+    parts = path.split("/")
+    return any(stack[i : i + len(parts)] == parts for i in range(len(stack)))
+
+
 class _RelaxBuilds:
     """The Relax side of both builds: in-place passes, the planner's input, the plans."""
 
     def __init__(self, mod: tvm.IRModule, target: tvm.target.Target, stages: _Stages):
         self.mod, self.target, self.stages = mod, target, stages
         self.notes: list[str] = []
-        ran = stages.run(
-            "inplace.memplan",
-            f"{OURS} DataflowUseInplaceCalls",
-            lambda: transform.use_inplace_calls(mod, planner="memplan"),
+        self.runs: list[InplaceRun] = []
+        # The memplan build: its Relax pipeline up to our planner, each in-place run recorded.
+        self.memplan_input = self._memplan_pipeline()
+        self.memplan_failed = any(
+            stages.failure(f"inplace.memplan.{name}") for name, _, _ in _INPLACE_RUNS
         )
-        self.ours_mod, self.ours_stats = ran if ran is not None else (None, None)
         self.stock_mod = None
-        if _calls_relax_functions(mod):
+        if "gpu" in target.keys:
+            # As in the memplan build: dlight cannot schedule the in-place PrimFuncs the pass
+            # makes before legalization, and the stock GPU build would fail.
+            self.notes.append(
+                f"{TVMS} DataflowUseInplaceCalls is not run on GPU targets: their pipelines "
+                "cannot schedule the in-place PrimFuncs it makes before legalization"
+            )
+        elif _calls_relax_functions(mod):
             # TVM 0.27's pass can recurse without end (and kill the process) on such calls.
             self.notes.append(
                 f"{TVMS} DataflowUseInplaceCalls is not run: this module calls Relax functions "
@@ -214,8 +276,7 @@ class _RelaxBuilds:
                     "the stock build is planned without an in-place pass "
                     f"({TVMS} DataflowUseInplaceCalls fails on this model)"
                 )
-        # The IR each planner receives in each build.
-        self.memplan_input = self._planner_input("memplan", self.ours_mod or mod)
+        # The IR the stock planner receives in the stock build.
         self.stock_input = self._planner_input("stock", self.stock_mod or mod)
         self.ours_plans = self._plans(
             "plan.memplan", f"{OURS} StaticPlanBlockMemory", self.memplan_input
@@ -224,11 +285,87 @@ class _RelaxBuilds:
             "plan.stock", f"{TVMS} StaticPlanBlockMemory", self.stock_input
         )
         self.none_plans = None
-        if self.stock_mod is not None or self.ours_mod is not None:
+        if self.stock_mod is not None or any(r.conversions for r in self.runs):
             none_input = self._planner_input("none", mod)
             self.none_plans = self._plans(
                 "plan.none", f"{TVMS} StaticPlanBlockMemory", none_input, quiet=True
             )
+        self.copies_plans = None
+        if any(c.copy_free for p in (self.ours_plans or {}).values() for c in p.concats):
+            self.copies_plans = self._plans(
+                "plan.memplan",
+                f"{OURS} StaticPlanBlockMemory (copy_free_concat=False)",
+                self.memplan_input,
+                copy_free_concat=False,
+            )
+
+    def _memplan_pipeline(self) -> tvm.IRModule | None:
+        """The memplan build's Relax pipeline up to our planner: what each in-place run
+        receives and returns (``self.runs``), and what the planner receives. When one of our
+        runs fails, the failure is recorded and the planner's input is TVM's pipeline on what
+        the runs before it returned."""
+        names = [path for _, path, _ in _INPLACE_RUNS] + [_OUR_PLANNER]
+
+        def run():
+            with self.target:
+                pipeline.relax_pipeline("default")(self.mod)
+
+        captured = _compile_capturing(run, names, stop_before=_OUR_PLANNER)
+        last = self.mod  # what the last run that did not fail returned
+        failed = False
+        for name, path, where in _INPLACE_RUNS:
+            record = InplaceRun(name, where, None)
+            self.runs.append(record)
+            what = f"{OURS} DataflowUseInplaceCalls ({where.split(',')[0]})"
+            if failed:
+                record.skipped = "not run: an earlier run fails"
+            elif captured.error is not None and _inside(captured.failing, path):
+                self.stages.failed(f"inplace.memplan.{name}", what, captured.error)
+                failed = True
+            elif path not in captured.after:
+                record.skipped = (
+                    _NOT_ON_GPUS
+                    if name == "before_legalization" and "gpu" in self.target.keys
+                    else "not reached: the pipeline fails before it"
+                    if captured.error is not None
+                    else "the pipeline has no such point"
+                )
+            else:
+                before, after = captured.before[path], captured.after[path]
+                last = after
+                record.conversions = _count_inplace_calls(after) - _count_inplace_calls(before)
+                gpu = False if name == "before_legalization" else None
+                for fname, func in _relax_functions(before).items():
+                    found = self.stages.run(
+                        f"inplace.memplan.{name}",
+                        what,
+                        lambda func=func, before=before, gpu=gpu: self._candidates(
+                            func, before, gpu
+                        ),
+                    )
+                    record.candidates[fname] = [] if found is None else found
+                    record.callees[fname] = _callees(func)
+        if captured.error is None:
+            return captured.before[_OUR_PLANNER]
+        if not failed:
+            innermost = captured.failing[-1] if captured.failing else "the pipeline"
+            owner = OURS if innermost.startswith("tvm_memplan") else TVMS
+            self.stages.failed(
+                "pipeline.memplan",
+                f"{owner} {_pass_title(innermost)} (in the memplan build's Relax pipeline)",
+                captured.error,
+            )
+            return None
+        self.notes.append(
+            "the memplan build is planned without tvm-memplan's in-place runs from the failing "
+            "one on (TVM's Relax pipeline on what the runs before it returned)"
+        )
+        return self._planner_input("memplan", last)
+
+    def _candidates(self, func, mod: tvm.IRModule, gpu: bool | None) -> list:
+        # The options the memplan pipeline gives the run (pipeline.py); gpu=None: the target.
+        with self.target:
+            return analysis.inplace_candidates(func, mod, planner="memplan", gpu=gpu)
 
     def _planner_input(self, build: str, mod: tvm.IRModule | None) -> tvm.IRModule | None:
         if mod is None:
@@ -239,11 +376,11 @@ class _RelaxBuilds:
             lambda: analysis.planner_input(mod, self.target),
         )
 
-    def _plans(self, key: str, what: str, mod, *, quiet: bool = False) -> dict[str, Any] | None:
+    def _plans(self, key: str, what: str, mod, *, quiet: bool = False, **options):
         if mod is None:
             return None
         plans = self.stages.run(
-            key, what, lambda: analysis.memory_plan(mod, self.target, pipeline=None)
+            key, what, lambda: analysis.memory_plan(mod, self.target, pipeline=None, **options)
         )
         return None if plans is None else {str(p.function): p for p in plans}
 
@@ -260,29 +397,55 @@ class _RelaxBuilds:
                     for t in plan.tensors
                 ]
             stock = (self.stock_plans or {}).get(name)
-            result.append(RelaxFunction(name, plan, stock, writers))
+            function = RelaxFunction(name, plan, stock, writers)
+            if plan is not None and any(c.copy_free for c in plan.concats):
+                function.copies_plan = (self.copies_plans or {}).get(name)
+            result.append(function)
         return result
 
     def inplace(self) -> Inplace:
         already = _count_inplace_calls(self.mod)
+        ran = [r.conversions for r in self.runs if r.conversions is not None]
         conversions = {
             "stock": None
             if self.stock_mod is None
             else _count_inplace_calls(self.stock_mod) - already,
-            "memplan": None if self.ours_stats is None else int(self.ours_stats.rewritten),
+            "memplan": sum(ran) if ran else None,
         }
-        candidates = {}
-        if self.ours_mod is not None:
-            for name, func in _relax_functions(self.mod).items():
-                found = self.stages.run(
-                    "inplace.memplan",
-                    f"{OURS} DataflowUseInplaceCalls",
-                    lambda func=func: analysis.inplace_candidates(
-                        func, self.mod, planner="memplan"
-                    ),
-                )
-                candidates[name] = [] if found is None else found
-        return Inplace(conversions, candidates, None, self.notes)
+        return Inplace(conversions, self.runs, None, self.notes)
+
+
+def _callees(func: tvm.relax.Function) -> dict[str, str]:
+    """Per binding calling a PrimFunc through ``call_tir`` (or ``call_tir_inplace``): the
+    PrimFunc."""
+    found = {}
+    for binding in origins.bindings(func):
+        value = binding.value
+        if (
+            isinstance(value, tvm.relax.Call)
+            and getattr(value.op, "name", "") in ("relax.call_tir", "relax.call_tir_inplace")
+            and isinstance(value.args[0], tvm.ir.GlobalVar)
+        ):
+            found[binding.var.name] = value.args[0].name_hint
+    return found
+
+
+def _concats(functions: list[RelaxFunction]) -> Concats:
+    """The concatenations of the memplan build's plans, in numbers."""
+    totals = Concats()
+    for f in functions:
+        if f.plan is None:
+            continue
+        nbytes = {str(t.binding): int(t.bytes) for t in f.plan.tensors}
+        for c in f.plan.concats:
+            totals.count += 1
+            if c.copy_free:
+                totals.copy_free += 1
+                totals.bytes_not_copied += max(nbytes.get(str(c.output), 0), 0)
+            else:
+                code = str(c.decision)
+                totals.kept[code] = totals.kept.get(code, 0) + 1
+    return totals
 
 
 # ---- TIR: compaction and placement -------------------------------------------------------------
@@ -420,35 +583,37 @@ def _compile_tir(
         timer.daemon = True
         timer.start()
     try:
-        if relax is not None and relax.ours_mod is None:
-            # Our in-place pass fails: the memplan TIR pipeline on the module without it.
+        if relax is not None and relax.memplan_failed:
+            # An in-place run of ours fails: the memplan TIR pipeline on the module without it.
             run = lambda: tvm.compile(mod, target=target, tir_pipeline=pipeline.PIPELINE_NAME)  # noqa: E731
         else:
             run = lambda: pipeline.compile(mod, target=target)  # noqa: E731
-        memplan, failing, error = _compile_capturing(
+        memplan = _compile_capturing(
             run, [_OUR_COMPACTION, _OUR_PLACEMENT], stop_after=_OUR_LAST_PASS
         )
-        if error is not None:
+        if memplan.error is not None:
+            failing = memplan.failing[-1] if memplan.failing else None
             owner = OURS if failing and failing.startswith("tvm_memplan") else TVMS
             stages.failed(
                 "compile.memplan",
                 f"{owner} {_pass_title(failing)} (in the memplan build)",
-                error,
+                memplan.error,
             )
         stock_input = mod if relax is None else (relax.stock_mod or mod)
-        stock, failing, error = _compile_capturing(
+        stock = _compile_capturing(
             lambda: tvm.compile(stock_input, target=target),
             [_STOCK_PLACEMENT_POINT],
             stop_before=_STOCK_PLACEMENT_POINT,
         )
-        if error is not None:
+        if stock.error is not None:
+            failing = stock.failing[-1] if stock.failing else None
             stages.failed(
-                "compile.stock", f"{TVMS} {_pass_title(failing)} (in the stock build)", error
+                "compile.stock", f"{TVMS} {_pass_title(failing)} (in the stock build)", stock.error
             )
     finally:
         if timer is not None:
             timer.cancel()
-    return memplan, stock
+    return memplan.before, stock.before
 
 
 def _pass_title(name: str | None) -> str:
@@ -496,6 +661,7 @@ def build_report(
         inplace=relax.inplace() if relax is not None else None,
         kernels=kernels,
         weights=needs.weights(mod, bindings, loaded.constant_names),
+        concats=_concats(functions) if relax is not None else None,
         failures=stages.failures,
     )
     report.summary = needs.summary(report, relax, shape_values or {})

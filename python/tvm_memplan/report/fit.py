@@ -18,6 +18,7 @@ from .load import ReportError
 from .model import FitBudget, FitContributor, FitResult, Kernel, Report
 from .needs import placement_of
 from .origins import describe
+from .views import concat_call, concats_of, lift
 
 __all__ = ["BUDGETS", "UnknownSizesError", "check_fit"]
 
@@ -87,10 +88,6 @@ def _vm(report: Report) -> list[FitContributor]:
         )
         if plan is None or needs is None or needs.vm != figure:
             continue
-        candidates = {
-            str(c.binding): c
-            for c in (report.inplace.candidates.get(f.function, []) if report.inplace else [])
-        }
         at_bound = int(plan.planned_bytes) == int(plan.peak_live_bytes)
         peak = _peak_point(plan)
         for i, t in enumerate(plan.tensors):
@@ -104,7 +101,12 @@ def _vm(report: Report) -> list[FitContributor]:
             elif planned:
                 done = (
                     f"live at the peak (program point {peak}), at offset {t.offset} of storage "
-                    f"{t.storage}, shared with tensors not live at the same time"
+                    f"{t.storage}"
+                    + (
+                        ""
+                        if int(t.group) >= 0
+                        else ", shared with tensors not live at the same time"
+                    )
                 )
             else:
                 done = f"allocated on its own: {t.reason}"
@@ -112,19 +114,18 @@ def _vm(report: Report) -> list[FitContributor]:
                 done += f"; {len(writers) - 1} later ops computed in place in it"
             could = []
             first = writers[0] if writers else None
-            if first is not None and first.op == "concat":
-                could.append(
-                    "a concatenation: its inputs could be computed into it directly "
-                    "(copy-free), which no pass does yet"
-                )
+            concat_done, concat_could = _concat_advice(plan, str(t.binding))
+            if concat_done:
+                done += "; " + "; ".join(concat_done)
+            could += concat_could
             if first is not None and first.from_constants:
                 could.append(
                     "computed from constants only: relax.transform.FoldConstant before "
                     "compiling would make it a weight"
                 )
-            candidate = candidates.get(first.binding) if first is not None else None
-            if candidate is not None and not candidate.inplace:
-                could.append(f"not computed in place: {candidate.reason}")
+            refused = _inplace_refusals(report, f.function, first)
+            if refused:
+                could.append(f"not computed in place: {refused}")
             if not could and planned and at_bound:
                 could.append("nothing left to do: the plan is at the peak-live bound")
             found.append(
@@ -138,6 +139,61 @@ def _vm(report: Report) -> list[FitContributor]:
                 )
             )
     return found
+
+
+def _concat_advice(plan, binding: str) -> tuple[list[str], list[str]]:
+    """What is done to a tensor by the concatenations it takes part in, and what could still
+    be: a copy-free one is done; one that keeps its copy could be copy-free, and says why not
+    and what would lift that."""
+    done, could = [], []
+    found = concats_of(plan, binding)
+    for c, part in found:
+        if c.copy_free and part == "output":
+            done.append(
+                f"made by the copy-free concatenation {concat_call(c)}: its inputs are computed "
+                "into it, nothing is copied"
+            )
+    into = [f"`{c.output}`" for c, part in found if c.copy_free and part == "input"]
+    if into:
+        done.append(
+            f"computed directly into its slice of {_listed(into)} (copy-free concatenation"
+            f"{'s' if len(into) > 1 else ''}): they share those bytes"
+        )
+    kept: dict[tuple[str, str], list] = {}  # (code, reason) -> concatenations keeping a copy
+    for c, _ in found:
+        if not c.copy_free:
+            kept.setdefault((str(c.decision), str(c.reason)), []).append(c)
+    for (code, reason), concats in kept.items():
+        if len(concats) == 1:
+            what = f"the concatenation {concat_call(concats[0])} keeps its copy"
+        else:
+            outputs = _listed([f"`{c.output}`" for c in concats])
+            what = f"the concatenations into {outputs} keep their copies"
+        could.append(f"{what} ({code}: {reason})")
+    copying = sum(len(concats) for concats in kept.values())
+    for code in dict.fromkeys(code for code, _ in kept):
+        if lift(code):
+            could.append(f"{'it' if copying == 1 else 'they'} would be copy-free with {lift(code)}")
+    return done, could
+
+
+def _listed(names: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _inplace_refusals(report: Report, function: str, origin) -> str:
+    """Why the op that made a tensor is not computed in place, per run of tvm-memplan's pass
+    ("" when a run converted it, or no run judged it)."""
+    if origin is None or report.inplace is None:
+        return ""
+    decisions = report.inplace.decisions(function, origin.binding)
+    if not decisions or any(c.inplace or run.already_inplace(c) for run, c in decisions):
+        return ""
+    reasons: dict[str, list[str]] = {}
+    for run, c in decisions:
+        reasons.setdefault(str(c.reason), []).append(run.where.split(",")[0])
+    return "; ".join(f"{reason} ({', '.join(where)})" for reason, where in reasons.items())
 
 
 def _linked_buffers(kernel: Kernel) -> list:

@@ -10,7 +10,7 @@ records say; the bytes of a plan are the plan record's own figures.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jinja2
 
@@ -20,9 +20,13 @@ from .origins import Origin, describe
 from .views import (
     at_values,
     compaction_totals,
+    concat_call,
+    concat_rows,
+    concats_of,
     kernel_bytes,
     kernel_groups,
     largest_tensors,
+    lift,
     placement_totals,
     plan_bytes,
     section_failures,
@@ -55,6 +59,21 @@ class Rect:
     offset: int
     bytes: int
     storage: int
+    #: Its group of tensors placed together by copy-free concatenations (-1: none).
+    group: int = -1
+
+
+@dataclass(frozen=True)
+class GroupBox:
+    """The bytes and program points a group of tensors placed together by copy-free
+    concatenations spans: drawn as one outline around its tensors."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    group: int
+    title: str
 
 
 @dataclass(frozen=True)
@@ -71,6 +90,7 @@ class Lane:
     #: (y, label) of storage boundaries.
     storages: list[tuple[float, str]]
     ticks: list[tuple[float, str]]
+    groups: list[GroupBox] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -110,7 +130,7 @@ def writers_text(writers: list[Origin], fallback: str) -> str:
     return text
 
 
-def _tooltip(t, writers: list[Origin], where: str) -> str:
+def _tooltip(t, writers: list[Origin], where: str, shared: list[str] = ()) -> str:
     made = writers_text(writers, f"written by {t.op or 'an unknown call'}")
     return "\n".join(
         [
@@ -118,8 +138,25 @@ def _tooltip(t, writers: list[Origin], where: str) -> str:
             f"{shape(list(t.shape))} {t.dtype}, {int(t.bytes)} B, written by kernel {t.op or '?'}",
             f"live over program points {t.first}..{t.last}",
             where,
+            *shared,
         ]
     )
+
+
+def _shared(plan, t) -> list[str]:
+    """Tooltip lines of a tensor placed with others by copy-free concatenations: the
+    concatenations it takes part in, and the bytes it shares."""
+    if int(t.group) < 0:
+        return []
+    lines = [f"shares bytes with the tensors of group {t.group} (at +{t.group_offset} B in it):"]
+    for c, part in concats_of(plan, str(t.binding)):
+        if not c.copy_free:
+            continue
+        if part == "output":
+            lines.append(f"  made by the copy-free concatenation {concat_call(c)}: no copy")
+        else:
+            lines.append(f"  written at its slice of {c.output} = {c.callee}(...), copy-free")
+    return lines
 
 
 def _lane(
@@ -150,6 +187,7 @@ def _lane(
             own += nbytes
             where = "storage of its own" + ("" if stock else f": {t.reason}")
         writers = f.writers[i] if i < len(f.writers) else []
+        group = int(t.group) if not stock and index >= 0 else -1
         rects.append(
             Rect(
                 x=MARGIN_LEFT + int(t.first) * scale_x,
@@ -157,11 +195,12 @@ def _lane(
                 width=max((int(t.last) - int(t.first) + 1) * scale_x, 1.0),
                 height=max(nbytes * scale_y, 0.5),
                 color=_color(str(t.binding)),
-                title=_tooltip(t, writers, where),
+                title=_tooltip(t, writers, where, _shared(plan, t) if group >= 0 else []),
                 binding=str(t.binding),
                 offset=y0,
                 bytes=nbytes,
                 storage=index,
+                group=group,
             )
         )
     boundaries = [
@@ -180,7 +219,31 @@ def _lane(
     path = f"relax.{timeline_index}.{plan_path}.{field}"
     shown = plan_bytes(f, "stock" if stock else "planned")
     label = f"{name}: {human(shown) if isinstance(shown, int) else shown}"
-    return Lane(name, total, path, label, rects, boundaries, ticks)
+    return Lane(name, total, path, label, rects, boundaries, ticks, _group_boxes(plan, rects))
+
+
+def _group_boxes(plan, rects: list[Rect]) -> list[GroupBox]:
+    """One outline per group of tensors placed together, around its tensors' rectangles."""
+    members: dict[int, list[Rect]] = {}
+    for r in rects:
+        if r.group >= 0:
+            members.setdefault(r.group, []).append(r)
+    boxes = []
+    for group, found in sorted(members.items()):
+        names = {r.binding for r in found}
+        calls = [concat_call(c) for c in plan.concats if c.copy_free and str(c.output) in names]
+        x0, y0 = min(r.x for r in found), min(r.y for r in found)
+        x1 = max(r.x + r.width for r in found)
+        y1 = max(r.y + r.height for r in found)
+        title = "\n".join(
+            [
+                f"group {group}: {len(found)} tensors placed together by copy-free "
+                "concatenations (they share bytes)",
+                *calls,
+            ]
+        )
+        boxes.append(GroupBox(x0, y0, x1 - x0, y1 - y0, group, title))
+    return boxes
 
 
 def _drawn(plan, stock: bool) -> int:
@@ -254,6 +317,7 @@ def _environment() -> jinja2.Environment:
     env.globals["int"] = int
     env.globals["plan_bytes"] = plan_bytes
     env.globals["tensor_bytes"] = tensor_bytes
+    env.globals["lift"] = lift
     return env
 
 
@@ -273,6 +337,7 @@ def render_html(report: Report) -> str:
             kernel_index=kernel_index,
             kernel_bytes=kernel_bytes,
             tensors=largest_tensors(report),
+            concats=concat_rows(report),
             compaction=compaction_totals(report),
             placement=placement_totals(report),
             failures={

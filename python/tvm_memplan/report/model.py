@@ -18,12 +18,14 @@ from .records import to_data
 
 __all__ = [
     "Buffer",
+    "Concats",
     "Failure",
     "FitBudget",
     "FitContributor",
     "FitResult",
     "FunctionNeeds",
     "Inplace",
+    "InplaceRun",
     "Kernel",
     "Needs",
     "RelaxFunction",
@@ -135,19 +137,81 @@ class RelaxFunction:
     #: sizes are symbolic; otherwise None.
     plan_at: Any | None = None
     stock_build_at: Any | None = None
+    #: What the memplan build's VM would allocate for the function with every concatenation
+    #: keeping its copy (our planner with ``copy_free_concat=False`` on the same IR), at the
+    #: summary's values; None when no concatenation of ``plan`` is copy-free.
+    with_copies: int | None = None
+    #: The plan ``with_copies`` comes from (not in the JSON).
+    copies_plan: Any | None = field(default=None, repr=False, metadata={"json": False})
+
+
+@dataclass
+class Concats:
+    """The concatenations of the memplan build (``FunctionMemoryPlan.concats`` of every plan):
+    how many are copy-free and what that saves. The stock build copies every one: TVM's
+    planner makes no concatenation copy-free."""
+
+    count: int = 0
+    copy_free: int = 0
+    #: Bytes the copy-free ones do not copy (the bytes of their outputs).
+    bytes_not_copied: int = 0
+    #: Concatenations that keep their copy, per decision code (``not_contiguous``, ...).
+    kept: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class InplaceRun:
+    """One run of tvm-memplan's DataflowUseInplaceCalls in the memplan build's Relax pipeline
+    (docs/pipelines.md): before LegalizeOps on operator calls (CPUs only), and before
+    RewriteDataflowReshape on ``call_tir`` of the final (fused, scheduled) PrimFuncs."""
+
+    #: "before_legalization" or "after_scheduling".
+    name: str
+    #: Where it runs and on what, for people.
+    where: str
+    #: Calls it converted to in-place calls; None when it fails or does not run.
+    conversions: int | None
+    #: Its decision for every call binding it receives (InplaceCandidate records), per
+    #: function, in program order.
+    candidates: dict[str, list[Any]] = field(default_factory=dict)
+    #: The PrimFunc each ``call_tir`` (or ``call_tir_inplace``) binding calls, per function.
+    callees: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Why it does not run ("" when it runs).
+    skipped: str = ""
+
+    def already_inplace(self, candidate) -> bool:
+        """Whether a binding was an in-place call when the run received it."""
+        return str(candidate.op or "") == "relax.call_tir_inplace"
+
+    def what(self, function: str, candidate) -> str:
+        """The op of a binding, or for a call of a PrimFunc, the PrimFunc."""
+        callee = self.callees.get(function, {}).get(str(candidate.binding))
+        op = str(candidate.op or "")
+        return f"{op.removeprefix('relax.')} {callee}" if callee else op.removeprefix("relax.")
 
 
 @dataclass
 class Inplace:
-    """In-place calls: ours and TVM's, on the module as imported."""
+    """In-place calls: TVM's pass on the module as imported (the stock build), and each run of
+    ours in the memplan build's pipeline."""
 
-    #: Calls converted: "stock" (None when TVM's pass does not run) and "memplan".
+    #: Calls converted: "stock" (None when TVM's pass does not run) and "memplan" (both runs
+    #: of ours together; None when none ran).
     conversions: dict[str, int | None]
-    #: tvm-memplan's decision for every call binding (InplaceCandidate records), per function.
-    candidates: dict[str, list[Any]]
+    #: The runs of tvm-memplan's pass, in pipeline order.
+    runs: list[InplaceRun]
     #: VM bytes of all Relax functions with TVM's planner and no in-place pass at all.
     without_inplace: int | None = None
     notes: list[str] = field(default_factory=list)
+
+    def decisions(self, function: str, binding: str) -> list[tuple[InplaceRun, Any]]:
+        """Each run's decision for one binding (the runs that saw it)."""
+        return [
+            (run, c)
+            for run in self.runs
+            for c in run.candidates.get(function, [])
+            if str(c.binding) == binding
+        ]
 
 
 @dataclass
@@ -237,6 +301,8 @@ class Report:
     kernels: list[Kernel]
     #: Largest first.
     weights: list[Weight]
+    #: None for a module without Relax functions.
+    concats: Concats | None = None
     failures: list[Failure] = field(default_factory=list)
     seconds: float | None = None
     fit: FitResult | None = None

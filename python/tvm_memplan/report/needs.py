@@ -321,6 +321,9 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
     for f in report.relax:
         f.plan_at = _evaluated(f.plan, values_of(f.function))
         f.stock_build_at = _evaluated(f.stock_build, values_of(f.function))
+        if f.copies_plan is not None:
+            copies = _vm(f.copies_plan, _evaluated(f.copies_plan, values_of(f.function)), False)
+            f.with_copies = sizes.evaluate(copies, values_of(f.function))
 
     kernel_sizes = _kernel_sizes(report.kernels)
     for k in report.kernels:

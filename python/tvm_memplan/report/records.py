@@ -26,7 +26,8 @@ def fields(record: tvm_ffi.Object) -> list[str]:
 
 
 def to_data(value: Any) -> Any:
-    """JSON-ready data: records by their reflected fields, dataclasses by theirs, containers
+    """JSON-ready data: records by their reflected fields, dataclasses by theirs (but those
+    marked ``metadata={"json": False}``), containers
     element by element, integer constants as ints and other TIR expressions as TVM prints
     them."""
     if value is None or isinstance(value, bool | int | float | str):
@@ -36,7 +37,11 @@ def to_data(value: Any) -> Any:
     if isinstance(value, tvm.prim.Expr):
         return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: to_data(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.metadata.get("json", True)
+        }
     if isinstance(value, dict | tvm_ffi.Map):
         return {str(k): to_data(v) for k, v in value.items()}
     if isinstance(value, list | tuple | tvm_ffi.Array):

@@ -9,8 +9,10 @@ from .origins import describe
 from .views import (
     at_values,
     compaction_totals,
+    concat_rows,
     kernel_groups,
     largest_tensors,
+    lift,
     placement_totals,
     plan_bytes,
     section_failures,
@@ -179,25 +181,79 @@ def _relax(report: Report) -> list[str]:
     return lines
 
 
+def _concats(report: Report) -> list[str]:
+    totals = report.concats
+    if totals is None or not totals.count:
+        return []
+    lines = [
+        "",
+        f"Concatenations (StaticPlanBlockMemory, copy-free concatenation): {totals.copy_free} of "
+        f"{totals.count} copy-free in the memplan build, {totals.bytes_not_copied} bytes not "
+        "copied; the stock build copies every one",
+    ]
+    rows = []
+    for r in concat_rows(report)[:TOP]:
+        c = r.record
+        what = describe(r.made_by) or f"written by {c.callee}"
+        memplan = "copy-free" if c.copy_free else f"copies: {c.reason} ({c.decision})"
+        rows.append((r.function, str(c.output), what, len(c.inputs), r.bytes, memplan))
+    lines += table(("function", "output", "what", "inputs", "bytes", "memplan"), rows)
+    lines += _more(totals.count, TOP, "concatenations")
+    for f in report.relax:
+        if f.with_copies is None:
+            continue
+        ours = plan_bytes(f, "memplan")
+        lines.append(
+            f"  {f.function}: the memplan build plans {cell(ours)} B; with every concatenation "
+            f"copying (copy_free_concat=False) {f.with_copies} B, "
+            f"{ratio(ours if isinstance(ours, int) else None, f.with_copies)}"
+        )
+    for code, count in sorted(totals.kept.items()):
+        keeps = "keeps its" if count == 1 else "keep their"
+        lines.append(f"  {count} {keeps} copy ({code}); what would lift it: {lift(code)}")
+    return lines
+
+
+def _run_name(run) -> str:
+    return run.name.replace("_", " ")
+
+
 def _inplace(report: Report) -> list[str]:
     inplace = report.inplace
     if inplace is None:
         return []
-    lines = ["", "In-place calls (DataflowUseInplaceCalls)"]
+    conv = inplace.conversions
+    lines = [
+        "",
+        f"In-place calls (DataflowUseInplaceCalls): {cell(conv['stock'])} with TVM's pass "
+        f"(stock build), {cell(conv['memplan'])} with tvm-memplan's (memplan build), per run:",
+    ]
+    for run in inplace.runs:
+        figure = run.skipped if run.conversions is None and run.skipped else cell(run.conversions)
+        lines.append(f"  {run.where}: {figure}")
     converted = [
-        (name, str(c.binding), str(c.op), f"in place on {c.arg}")
-        for name, found in inplace.candidates.items()
+        (_run_name(run), name, str(c.binding), run.what(name, c), f"in place on {c.arg}")
+        for run in inplace.runs
+        for name, found in run.candidates.items()
         for c in found
         if c.inplace
     ]
     lines += (
-        table(("function", "binding", "op", "memplan"), converted[:TOP])
+        table(("run", "function", "binding", "op", "memplan"), converted[:TOP])
         if converted
         else ["  none"]
     )
     lines += _more(len(converted), TOP, "in-place calls")
-    refused = sum(not c.inplace for found in inplace.candidates.values() for c in found)
-    lines.append(f"  {refused} other call bindings stay as they are (--json lists why)")
+    for run in inplace.runs:
+        if not run.candidates:
+            continue
+        found = [c for cs in run.candidates.values() for c in cs if not c.inplace]
+        already = sum(run.already_inplace(c) for c in found)
+        lines.append(
+            f"  {_run_name(run)}: {len(found) - already} other call bindings stay as they are"
+            + (f", {already} already in place" if already else "")
+            + " (--json lists why)"
+        )
     lines += [f"  note: {note}" for note in inplace.notes]
     lines += _failures(report, "inplace")
     return lines
@@ -319,6 +375,8 @@ def _totals(report: Report) -> list[str]:
     if inplace is not None:
         conv = inplace.conversions
         rows.append(("in-place conversions", "", conv["stock"], conv["memplan"], ""))
+        for run in inplace.runs:
+            rows.append((f"  {_run_name(run)}", "", "", run.conversions, ""))
         stock, ours = report.summary.stock.vm, report.summary.memplan.vm
         rows.append(
             ("planned VM storage bytes", inplace.without_inplace, stock, ours, ratio(ours, stock))
@@ -354,6 +412,7 @@ def render_text(report: Report) -> str:
         lines += [f"  {f.text}" for f in report.failures]
     lines += _per_function(report)
     lines += _relax(report)
+    lines += _concats(report)
     lines += _inplace(report)
     lines += _kernels(report)
     lines += _totals(report)

@@ -1,5 +1,6 @@
-"""What both renderers show in the same order: kernels grouped by what they compute, tensors
-and buffers largest first, and each failure next to the rows it concerns."""
+"""What both renderers show in the same order: kernels grouped by what they compute, tensors,
+buffers and concatenations largest first (with what would make a copying concatenation
+copy-free), and each failure next to the rows it concerns."""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ from .model import Failure, Kernel, Report
 from .needs import placement_of
 
 __all__ = [
+    "ConcatRow",
     "Group",
     "tensor_bytes",
     "at_values",
     "plan_bytes",
     "TensorRow",
     "compaction_totals",
+    "concat_call",
+    "concat_rows",
+    "concats_of",
+    "lift",
     "kernel_bytes",
     "kernel_groups",
     "largest_tensors",
@@ -26,13 +32,20 @@ __all__ = [
 #: Which failures concern which part of the report.
 SECTIONS = {
     "relax": (
-        "inplace.memplan",
+        "inplace.memplan.before_legalization",
+        "inplace.memplan.after_scheduling",
         "pipeline.memplan",
         "plan.memplan",
         "pipeline.stock",
         "plan.stock",
     ),
-    "inplace": ("inplace.memplan", "inplace.stock", "pipeline.none", "plan.none"),
+    "inplace": (
+        "inplace.memplan.before_legalization",
+        "inplace.memplan.after_scheduling",
+        "inplace.stock",
+        "pipeline.none",
+        "plan.none",
+    ),
     "compaction": ("compile.memplan", "compaction.memplan", "compaction.stock"),
     "placement": ("compile.memplan", "compile.stock", "placement.memplan", "placement.stock"),
 }
@@ -189,3 +202,101 @@ def tensor_bytes(tensor) -> int | str:
     if nbytes >= 0:
         return nbytes
     return sizes.text(tensor.size) if tensor.size is not None else "-"
+
+
+# ---- concatenations ------------------------------------------------------------------------------
+
+#: Per decision code of a concatenation that keeps its copy (``Concatenation.decision``, the
+#: rules of docs/passes/static_plan_block_memory.md): what would make it copy-free.
+LIFTS = {
+    "not_contiguous": "every dimension before the axis being 1 (batch 1 with channels first, "
+    "or the axis outermost), so that each input is one contiguous slice of the output",
+    "unaligned": "slices starting at multiples of the plan's alignment (64 B by default): "
+    "inputs whose bytes are multiples of it",
+    "not_placed": "inputs and an output the function allocates itself, of static size, "
+    "neither returned nor escaping (not parameters, constants or views)",
+    "same_tensor": "nothing: a tensor concatenated with itself needs the copy",
+    "device_or_scope": "the inputs and the output on one device and storage scope",
+    "output_used_before": "nothing the planner can change: the output is used before the "
+    "concatenation writes it",
+    "input_written_after": "no write to the input after the concatenation (computing the op "
+    "that writes it in place out of place instead)",
+    "placement_conflict": "nothing the planner can change: a tensor cannot sit in two outputs "
+    "at once, or two written tensors would share bytes",
+    "overwritten_while_read": "no in-place write into the shared bytes while an earlier tensor "
+    "over them is still read (computing that op out of place instead)",
+    "stock_planner": "tvm-memplan's planner planning the function (TVM's takes fewer bytes "
+    "here, so the pass uses it)",
+    "disabled": "copy_free_concat=True, the default of StaticPlanBlockMemory",
+}
+
+
+def lift(decision: str) -> str:
+    """What would make a concatenation that keeps its copy copy-free ("" when unknown)."""
+    return LIFTS.get(str(decision), "")
+
+
+@dataclass
+class ConcatRow:
+    """One concatenation of the memplan build's plan, with names users recognise."""
+
+    function: str
+    #: Its position in ``FunctionMemoryPlan.concats``.
+    index: int
+    record: object  # analysis.Concatenation
+    #: The output's bytes (None when it is not a tensor of the plan).
+    bytes: int | None
+    #: The model's binding that made the output (None when unknown).
+    made_by: object | None
+    #: Per input: the model's binding that made it (None when unknown).
+    inputs: list
+
+
+def _tensor_index(plan) -> dict[str, int]:
+    return {str(t.binding): i for i, t in enumerate(plan.tensors)}
+
+
+def concat_rows(report: Report) -> list[ConcatRow]:
+    """Every concatenation of the memplan build's plans, largest output first."""
+    rows = []
+    for f in report.relax:
+        if f.plan is None:
+            continue
+        index = _tensor_index(f.plan)
+
+        def first_writer(name: str, f=f, index=index):
+            i = index.get(name)
+            writers = f.writers[i] if i is not None and i < len(f.writers) else []
+            return writers[0] if writers else None
+
+        for k, c in enumerate(f.plan.concats):
+            i = index.get(str(c.output))
+            nbytes = int(f.plan.tensors[i].bytes) if i is not None else None
+            rows.append(
+                ConcatRow(
+                    f.function,
+                    k,
+                    c,
+                    nbytes if nbytes is None or nbytes >= 0 else None,
+                    first_writer(str(c.output)),
+                    [first_writer(str(name)) for name in c.inputs],
+                )
+            )
+    return sorted(rows, key=lambda r: (-(r.bytes or 0), r.function, r.index))
+
+
+def concats_of(plan, binding: str) -> list[tuple[object, str]]:
+    """The concatenations of ``plan`` a tensor takes part in, each with its part: "output" or
+    "input"."""
+    found = []
+    for c in plan.concats:
+        if str(c.output) == binding:
+            found.append((c, "output"))
+        elif binding in [str(i) for i in c.inputs]:
+            found.append((c, "input"))
+    return found
+
+
+def concat_call(c) -> str:
+    """``alloc8 = concatenate1(alloc, alloc3, alloc7)``."""
+    return f"{c.output} = {c.callee}({', '.join(str(i) for i in c.inputs)})"
