@@ -243,8 +243,11 @@ class ConcatCheck : public ScopedVisitor {
     if (!shifts_[j].empty()) return Fail("input " + Quoted(input.name()) + " is read twice");
     Array<ObjectRef> indices = load.indices();
     Array<ObjectRef> out = realize_ ? StoreIndicesOf(*realize_) : Array<ObjectRef>();
+    // The rank is checked against the output's too: an in-place PrimFunc's last parameter is
+    // an input, possibly of another rank, and the loop below indexes the output's shape.
     if (!input.strides().empty() || input.dtype() != output_.dtype() ||
-        indices.size() != out.size() || !input.ConstSizeBytes()) {
+        indices.size() != out.size() || indices.size() != output_.shape().size() ||
+        !input.ConstSizeBytes()) {
       return Fail("input " + Quoted(input.name()) + " is not a row-major slice of the output");
     }
     Analyzer* ana = analyzer();
