@@ -16,7 +16,11 @@ MODELS = {
     "tv_mobilenet_v2": ("mobilenet_v2", (1, 3, 64, 64)),
     "tv_mnasnet0_5": ("mnasnet0_5", (1, 3, 64, 64)),
     "tv_squeezenet1_0": ("squeezenet1_0", (1, 3, 64, 64)),
+    "tv_regnet_y_400mf": ("regnet_y_400mf", (1, 3, 64, 64)),
+    "tv_densenet121": ("densenet121", (1, 3, 64, 64)),
 }
+# The models of --torchvision where not every model is asked for: the four above.
+DEFAULT = ("tv_resnet18", "tv_mobilenet_v2", "tv_mnasnet0_5", "tv_squeezenet1_0")
 
 
 def available() -> bool:
@@ -43,21 +47,22 @@ def load(name: str) -> tuple[tvm.IRModule, str]:
     return tvm.relax.transform.DecomposeOpsForInference()(mod), "main"
 
 
-def loaders() -> dict[str, Callable[[], tuple[tvm.IRModule, str]]]:
-    return {name: (lambda name=name: load(name)) for name in MODELS}
+def loaders(names=DEFAULT) -> dict[str, Callable[[], tuple[tvm.IRModule, str]]]:
+    return {name: (lambda name=name: load(name)) for name in names}
 
 
 def add_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--torchvision", action="store_true", help="add torchvision models")
 
 
-def zoo(args: argparse.Namespace, base: dict) -> dict | None:
-    """`base` (name -> loader), with the torchvision models under ``--torchvision``; None (and
-    a message on stderr) when they were asked for and torch or torchvision is missing."""
+def zoo(args: argparse.Namespace, base: dict, names=DEFAULT) -> dict | None:
+    """`base` (name -> loader), with the torchvision models `names` under ``--torchvision``;
+    None (and a message on stderr) when they were asked for and torch or torchvision is
+    missing."""
     models = dict(base)
     if getattr(args, "torchvision", False):
         if not available():
             print("--torchvision needs torch and torchvision", file=sys.stderr)
             return None
-        models.update(loaders())
+        models.update(loaders(names))
     return models
