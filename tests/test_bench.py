@@ -67,6 +67,7 @@ def test_the_real_benchmarks_are_discovered_and_take_quick():
     assert {b.name: b.quick for b in bench.discover()} == {
         "alloc": True,
         "compact": True,
+        "compile_time": True,
         "inplace": True,
         "plan": True,
         "runtime": True,
