@@ -219,8 +219,10 @@ class Analysis {
     /*! \brief The arguments the result may overwrite: the operator's arguments, or the
      *         call_tir's argument tuple (then `arg_index` is a position in that tuple). */
     Array<ObjectRef> args;
-    /*! \brief What the callee is, for the reason of an in-place decision. */
+    /*! \brief What the callee is, for the reason of an in-place decision (for an operator,
+     *         from its legalization's op_pattern, computed when needed). */
     std::string what;
+    const LegalizedCall* legal = nullptr;
   };
 
   InplaceDecision Decide(int64_t index, const Call& call, const MemoryEffect& effect) {
@@ -279,7 +281,10 @@ class Analysis {
       decision.call_tir = target.call_tir;
       decision.prim_func = target.prim_func;
       decision.prim_func_name = target.prim_func_name;
-      decision.reason = target.what + "; " + Quoted(NameOf(arg)) + " is not read afterwards";
+      std::string what = target.legal != nullptr
+                             ? PatternName(context_->legalizer().OpPattern(*target.legal))
+                             : target.what;
+      decision.reason = what + "; " + Quoted(NameOf(arg)) + " is not read afterwards";
       return decision;
     }
     if (refusals.empty()) return refuse("no tensor argument has the result's shape and dtype");
@@ -316,7 +321,7 @@ class Analysis {
     out->prim_func = legal.prim_func;
     out->prim_func_name = legal.prim_func_name;
     out->args = call.args();
-    out->what = PatternName(legalizer.OpPattern(legal));
+    out->legal = &legal;
     return std::nullopt;
   }
 

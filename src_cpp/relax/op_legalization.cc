@@ -6,6 +6,7 @@
 #include "relax/op_legalization.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <utility>
 
 #include "ir/pass.h"
@@ -153,6 +154,21 @@ const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
     if (block_open) builder.EndBlock();
   }
   return *cache_.emplace(key, std::move(legal)).first->second;
+}
+
+const LegalizedCall* OpLegalizer::Find(const Call& call) const {
+  auto it = cache_.find(CallSignature(call));
+  return it == cache_.end() ? nullptr : it->second.get();
+}
+
+std::vector<ObjectRef> OpLegalizer::Operators() const {
+  std::vector<ObjectRef> ops;
+  std::unordered_set<const Object*> seen;
+  for (const auto& [key, legal] : cache_) {
+    ObjectRef op = Call(legal->template_call).op();
+    if (seen.insert(op.get()).second) ops.push_back(op);
+  }
+  return ops;
 }
 
 LoweredOperator OpLegalizer::Lower(const Call& call) {

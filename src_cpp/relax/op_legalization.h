@@ -84,6 +84,12 @@ class OpLegalizer : public OperatorLowering {
   /*! \brief The PrimFunc of a kCallTIR legalization, for MemoryEffects. */
   LoweredOperator Lower(const ir::Call& call) override;
 
+  /*! \brief The legalization of `call`'s signature when it was legalized already, else null. */
+  const LegalizedCall* Find(const ir::Call& call) const;
+
+  /*! \brief The operators of the signatures legalized so far, in no particular order. */
+  std::vector<ObjectRef> Operators() const;
+
   /*! \brief Number of distinct signatures legalized so far. */
   size_t num_legalized() const { return cache_.size(); }
 
