@@ -130,14 +130,20 @@ def build_times(mod: tvm.IRModule, rounds: int) -> tuple[dict[str, float], dict[
     return best, passes
 
 
-def print_inplace_table(zoo: dict, rounds: int) -> tuple[bool, dict]:
-    print("(a) The in-place pass, seconds: TVM's, ours judging by TVM's planner, ours by ours")
-    header = (
-        f"{'model':<19} {'bindings':>8} {'tvm':>8} {'stock':>8} {'memplan':>8} "
-        f"{'stock/tvm':>9} {'memplan/tvm':>11}"
-    )
+def start_table(title: str, header: str) -> str:
+    """Print a table's title, header and rule; returns the rule."""
+    print(title)
     print(header)
     print("-" * len(header))
+    return "-" * len(header)
+
+
+def print_inplace_table(zoo: dict, rounds: int) -> tuple[bool, dict]:
+    rule = start_table(
+        "(a) The in-place pass, seconds: TVM's, ours judging by TVM's planner, ours by ours",
+        f"{'model':<19} {'bindings':>8} {'tvm':>8} {'stock':>8} {'memplan':>8} "
+        f"{'stock/tvm':>9} {'memplan/tvm':>11}",
+    )
     within = True
     loaded = {}
     totals = collections.Counter()
@@ -153,7 +159,7 @@ def print_inplace_table(zoo: dict, rounds: int) -> tuple[bool, dict]:
             f"{name:<19} {bindings_of(mod):>8} {t['tvm']:>8.3f} {t['stock']:>8.3f} "
             f"{t['memplan']:>8.3f} {ratios[0]:>9.2f} {ratios[1]:>11.2f}"
         )
-    print("-" * len(header))
+    print(rule)
     print(
         f"{'total':<19} {'':>8} {totals['tvm']:>8.3f} {totals['stock']:>8.3f} "
         f"{totals['memplan']:>8.3f} {totals['stock'] / totals['tvm']:>9.2f} "
@@ -163,13 +169,11 @@ def print_inplace_table(zoo: dict, rounds: int) -> tuple[bool, dict]:
 
 
 def print_growth_table(depths: list[int], rounds: int) -> None:
-    print("(b) Growth with the number of bindings: seconds, and microseconds per binding")
-    header = (
+    start_table(
+        "(b) Growth with the number of bindings: seconds, and microseconds per binding",
         f"{'model':<19} {'bindings':>8} {'tvm':>8} {'stock':>8} {'memplan':>8} "
-        f"{'us/b tvm':>9} {'us/b stock':>10} {'us/b memplan':>12} {'memplan/tvm':>11}"
+        f"{'us/b tvm':>9} {'us/b stock':>10} {'us/b memplan':>12} {'memplan/tvm':>11}",
     )
-    print(header)
-    print("-" * len(header))
     families = {
         "transformer_stack": lambda depth: models.transformer_stack(depth),
         "regnet_y": lambda depth: models.regnet_y(depth),
@@ -188,16 +192,12 @@ def print_growth_table(depths: list[int], rounds: int) -> None:
 
 
 def print_build_table(loaded: dict, rounds: int) -> dict[str, float]:
-    print(
+    rule = start_table(
         "(c) Whole builds (llvm), seconds: tvm.compile, tvm_memplan.compile, and our passes "
-        "against the stock ones they replace"
-    )
-    header = (
+        "against the stock ones they replace",
         f"{'model':<19} {'stock':>7} {'memplan':>7} {'ratio':>6} | {'in-place 1st':>12} "
-        f"{'2nd':>6} | {'planner +':>9} {'TIR +':>6} {'rest +':>7}"
+        f"{'2nd':>6} | {'planner +':>9} {'TIR +':>6} {'rest +':>7}",
     )
-    print(header)
-    print("-" * len(header))
     totals: dict[str, float] = collections.Counter()
     for name, mod in loaded.items():
         best, passes = build_times(mod, rounds)
@@ -214,7 +214,7 @@ def print_build_table(loaded: dict, rounds: int) -> dict[str, float]:
             f"{best['memplan'] / best['stock']:>6.3f} | {runs[0]:>12.3f} {runs[1]:>6.3f} | "
             f"{planner:>+9.3f} {tir:>+6.3f} {rest:>+7.3f}"
         )
-    print("-" * len(header))
+    print(rule)
     ratios = {}
     for group in ("zoo", "real"):
         if totals[f"{group} stock"]:

@@ -310,10 +310,11 @@ class RegNetYBlock(nn.Module):
         return nn.relu(h + skip)
 
 
-class RegNetY(nn.Module):
+class RegNetY(ResNet):
     """RegNet-Y-like (RegNetY-400MF's stages, narrower) at 64x64: a strided stem, four stages of
-    Y blocks, the first of each strided, global average pooling and a classifier. `repeat`
-    multiplies the blocks per stage (the benchmarks grow the model with it)."""
+    Y blocks, the first of each strided, global average pooling and a classifier (ResNet's
+    skeleton). `repeat` multiplies the blocks per stage (the benchmarks grow the model with
+    it)."""
 
     # (width, blocks) per stage
     STAGES = ((16, 1), (32, 2), (64, 4), (128, 1))
@@ -328,12 +329,6 @@ class RegNetY(nn.Module):
                 inputs = width
         self.blocks = nn.ModuleList(blocks)
         self.head = nn.Linear(inputs, classes)
-
-    def forward(self, x: nn.Tensor):
-        h = nn.relu(self.stem(x))
-        for block in self.blocks:
-            h = block(h)
-        return self.head(_global_average_pool(h))
 
 
 class DenseBlock(nn.Module):
