@@ -16,7 +16,11 @@ MODELS = {
     "tv_mobilenet_v2": ("mobilenet_v2", (1, 3, 64, 64)),
     "tv_mnasnet0_5": ("mnasnet0_5", (1, 3, 64, 64)),
     "tv_squeezenet1_0": ("squeezenet1_0", (1, 3, 64, 64)),
+    "tv_regnet_y_400mf": ("regnet_y_400mf", (1, 3, 64, 64)),
+    "tv_densenet121": ("densenet121", (1, 3, 64, 64)),
 }
+# The models of --torchvision where not every model is asked for: the four above.
+DEFAULT = ("tv_resnet18", "tv_mobilenet_v2", "tv_mnasnet0_5", "tv_squeezenet1_0")
 
 
 def available() -> bool:
@@ -45,7 +49,7 @@ def load(name: str, models: dict | None = None) -> tuple[tvm.IRModule, str]:
 
 
 def loaders(models: dict | None = None) -> dict[str, Callable[[], tuple[tvm.IRModule, str]]]:
-    models = MODELS if models is None else models
+    models = {name: MODELS[name] for name in DEFAULT} if models is None else models
     return {name: (lambda name=name: load(name, models)) for name in models}
 
 
@@ -54,9 +58,9 @@ def add_option(parser: argparse.ArgumentParser) -> None:
 
 
 def zoo(args: argparse.Namespace, base: dict, torchvision: dict | None = None) -> dict | None:
-    """`base` (name -> loader), with the torchvision models (default ``MODELS``) under
-    ``--torchvision``; None (and a message on stderr) when they were asked for and torch or
-    torchvision is missing."""
+    """`base` (name -> loader), with the torchvision models `torchvision` (name -> (constructor,
+    input shape); default the ``DEFAULT`` ones of ``MODELS``) under ``--torchvision``; None (and
+    a message on stderr) when they were asked for and torch or torchvision is missing."""
     models = dict(base)
     if getattr(args, "torchvision", False):
         if not available():

@@ -68,6 +68,7 @@ def test_the_real_benchmarks_are_discovered_and_take_quick():
         "alloc": True,
         "compact": True,
         "concat": True,
+        "compile_time": True,
         "inplace": True,
         "plan": True,
         "runtime": True,

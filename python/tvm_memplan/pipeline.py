@@ -215,6 +215,15 @@ def _inplace_before_legalization(legalize_ops: tvm.transform.Pass) -> tvm.transf
     )
 
 
+def _legalize_after_inplace_calls(stock_legalize_ops, *args, **kwargs) -> tvm.transform.Pass:
+    # As _inplace_before_legalization, for a LegalizeOps built while the pipeline runs: then its
+    # arguments are known, and LegalizeOps takes the legalizations the in-place pass made (each
+    # call signature is legalized once instead of twice).
+    if _is_gpu(tvm.target.Target.current(allow_none=True)):
+        return stock_legalize_ops(*args, **kwargs)
+    return transform.LegalizeOpsAfterInplaceCalls(*args, **kwargs, planner="memplan", gpu=False)
+
+
 def _inplace_after_scheduling(rewrite_dataflow_reshape: tvm.transform.Pass) -> tvm.transform.Pass:
     # The last point in every stock pipeline where the module is still dataflow Relax calling
     # its final PrimFuncs: after LegalizeOps, FuseOps, FuseTIR and the GPU schedules.
@@ -243,14 +252,16 @@ _RELAX_REPLACEMENTS = {
 }
 
 
+# Stock passes replaced from their constructor's arguments, when the pipeline builds them.
+_RELAX_CONSTRUCTORS = {"LegalizeOps": _legalize_after_inplace_calls}
+
+
 def _relax_substitution(name: str, required: bool) -> Substitution:
     replacement = _RELAX_REPLACEMENTS[name]
-    return Substitution(
-        tvm.relax.transform,
-        name,
-        lambda stock, *args, **kwargs: replacement(stock(*args, **kwargs)),
-        required=lambda ctx: required,
+    constructor = _RELAX_CONSTRUCTORS.get(
+        name, lambda stock, *args, **kwargs: replacement(stock(*args, **kwargs))
     )
+    return Substitution(tvm.relax.transform, name, constructor, required=lambda ctx: required)
 
 
 # The passes of the stock Relax pipeline that "memplan" replaces. The in-place pass before

@@ -91,6 +91,8 @@ class Call : public NodeView {
   bool IsOp(const char* name) const;
   /*! \brief The same call with return type `type`. */
   Call WithType(const ObjectRef& type) const;
+  /*! \brief The same call (operator, attributes, type) with arguments `args`. */
+  Call WithArgs(const Array<ObjectRef>& args) const;
 };
 
 /*! \brief The name of an ir.Op, or "" for anything else. */

@@ -78,6 +78,10 @@ Call Call::WithType(const ObjectRef& type) const {
   return Call(WithFields(ref_, {{&field::Expr_ty, type}}));
 }
 
+Call Call::WithArgs(const Array<ObjectRef>& args) const {
+  return Call(WithFields(ref_, {{&field::Call_args, args}}));
+}
+
 std::string GlobalVarName(const ObjectRef& global_var) {
   return field::GlobalVar_name_hint.Get<String>(global_var);
 }

@@ -245,6 +245,8 @@ class ConcatCheck : public ScopedVisitor {
     if (!shifts_[j].empty()) return Fail("input " + Quoted(input.name()) + " is read twice");
     Array<ObjectRef> indices = load.indices();
     Array<ObjectRef> out = realize_ ? StoreIndicesOf(*realize_) : Array<ObjectRef>();
+    // The rank is checked against the output's too: an in-place PrimFunc's last parameter is
+    // an input, possibly of another rank, and the loop below indexes the output's shape.
     if (!input.strides().empty() || input.dtype() != output_.dtype() ||
         indices.size() != out.size() || out.size() != output_.shape().size() ||
         !input.ConstSizeBytes()) {

@@ -64,11 +64,9 @@ class Analysis {
         gpu_(options.gpu.value_or(target::CompilingForGPU())),
         context_(context),
         effects_(
-            mod, &context->legalizer(),
+            mod, &context->legalizer(), &context->facts(),
             MemoryEffectPolicy{/*packed_functions_keep_arguments=*/true,
                                /*concatenations_may_be_views=*/options.planner == kMemplanPlanner}),
-        functions_(mod.defined() ? IRModule(mod, "module").functions()
-                                 : Map<ObjectRef, ObjectRef>()),
         steps_(FlattenFunction(func)),
         flow_(steps_) {}
 
@@ -77,6 +75,7 @@ class Analysis {
       flow_.Define(param,
                    Value{{flow_.NewRoot(RootKind::kParam, Quoted(NameOf(param)), -1)}, nullptr});
     }
+    effects_of_steps_.resize(steps_.size());
     for (size_t i = 0; i < steps_.size(); ++i) Visit(static_cast<int64_t>(i));
     if (options_.memory_aware) KeepRewritesThatDoNotRaiseMemory();
     return decisions_;
@@ -105,45 +104,29 @@ class Analysis {
 
   void Visit(int64_t index) {
     const Step& step = steps_[index];
-    switch (step.kind) {
-      case Step::Kind::kBinding: {
-        Var var = step.binding->var();
-        std::optional<Call> call = As<Call>(step.expr);
-        if (!call) {
-          flow_.Define(var.ref(), flow_.StepValue(index, nullptr));
-          plan_steps_.push_back(ModelNonCallBinding(step, step.block));
-          return;
-        }
-        MemoryEffect effect = effects_.Classify(*call);
-        InplaceDecision decision = Decide(index, *call);
-        PlanStep plan = PlanCall(step, *call, effect);
-        if (decision.inplace) {
-          // The result now is the reused argument's storage.
-          std::string where = Quoted(var.name());
-          flow_.Define(var.ref(), Value{flow_.Eval(decision.reused, index, where).roots, nullptr});
-          plan.candidate = static_cast<int>(candidates_.size());
-          plan.inplace_source = decision.reused.get();
-          candidates_.push_back(decisions_.size());
-        } else {
-          flow_.Define(var.ref(), flow_.StepValue(index, &effect));
-        }
-        decisions_.push_back(std::move(decision));
-        plan_steps_.push_back(std::move(plan));
-        return;
-      }
-      case Step::Kind::kIfResult:
-        flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
-        plan_steps_.push_back(
-            MakePlanStep(PlanStep::Kind::kOpaque, step, step.binding->var().get()));
-        return;
-      default:
-        // Conditions and results only read (the flow records their uses); the planner leaves
-        // what they read unplanned.
-        plan_steps_.push_back(MakePlanStep(PlanStep::Kind::kEscape, step, nullptr));
-        plan_steps_.back().reads = step.uses;
-        plan_steps_.back().returns = step.kind == Step::Kind::kReturn;
-        return;
+    if (step.kind == Step::Kind::kIfResult) {
+      flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
+      return;
     }
+    // Conditions and results only read: the flow records their uses.
+    if (step.kind != Step::Kind::kBinding) return;
+    Var var = step.binding->var();
+    std::optional<Call> call = As<Call>(step.expr);
+    if (!call) {
+      flow_.Define(var.ref(), flow_.StepValue(index, nullptr));
+      return;
+    }
+    const MemoryEffect& effect = *(effects_of_steps_[index] = effects_.Classify(*call));
+    InplaceDecision decision = Decide(index, *call, effect);
+    if (decision.inplace) {
+      // The result now is the reused argument's storage.
+      std::string where = Quoted(var.name());
+      flow_.Define(var.ref(), Value{flow_.Eval(decision.reused, index, where).roots, nullptr});
+      candidates_.push_back(Candidate{decisions_.size(), index});
+    } else {
+      flow_.Define(var.ref(), flow_.StepValue(index, &effect));
+    }
+    decisions_.push_back(std::move(decision));
   }
 
  public:
@@ -152,11 +135,35 @@ class Analysis {
    *        of the bindings named in `in_place` are applied (after Run, for tests).
    */
   std::optional<int64_t> ModelledBytes(const std::unordered_set<std::string>& in_place) const {
+    return PlannedBytes(MemoryPlanModel(ModelSteps()), Chosen(in_place));
+  }
+
+  /*! \brief MemoryPlanModel::MemplanLowerBound of the same choice (after Run, for tests). */
+  std::optional<int64_t> ModelledLowerBound(const std::unordered_set<std::string>& in_place) const {
+    return MemoryPlanModel(ModelSteps()).MemplanLowerBound(Chosen(in_place));
+  }
+
+ private:
+  std::vector<bool> Chosen(const std::unordered_set<std::string>& in_place) const {
     std::vector<bool> chosen(candidates_.size());
     for (size_t c = 0; c < candidates_.size(); ++c) {
-      chosen[c] = in_place.count(decisions_[candidates_[c]].var) > 0;
+      chosen[c] = in_place.count(decisions_[candidates_[c].decision].var) > 0;
     }
-    return PlannedBytes(MemoryPlanModel(plan_steps_), chosen);
+    return chosen;
+  }
+
+  /*!
+   * \brief The function as the memory planner sees it, each in-place decision a candidate:
+   *        operator-level Relax reaches the planner through ToNonDataflow, one block per SeqExpr.
+   */
+  std::vector<PlanStep> ModelSteps() const {
+    std::vector<PlanStep> steps = PlanSteps(steps_, effects_of_steps_, PlanBlocks::kPerSeqExpr);
+    for (size_t c = 0; c < candidates_.size(); ++c) {
+      PlanStep& step = steps[candidates_[c].step];
+      step.candidate = static_cast<int>(c);
+      step.inplace_source = decisions_[candidates_[c].decision].reused.get();
+    }
+    return steps;
   }
 
  private:
@@ -212,11 +219,13 @@ class Analysis {
     /*! \brief The arguments the result may overwrite: the operator's arguments, or the
      *         call_tir's argument tuple (then `arg_index` is a position in that tuple). */
     Array<ObjectRef> args;
-    /*! \brief What the callee is, for the reason of an in-place decision. */
+    /*! \brief What the callee is, for the reason of an in-place decision (for an operator,
+     *         from its legalization's op_pattern, computed when needed). */
     std::string what;
+    const LegalizedCall* legal = nullptr;
   };
 
-  InplaceDecision Decide(int64_t index, const Call& call) {
+  InplaceDecision Decide(int64_t index, const Call& call, const MemoryEffect& effect) {
     const Step& step = steps_[index];
     InplaceDecision decision;
     decision.binding = step.binding->ref();
@@ -241,7 +250,7 @@ class Analysis {
     PrimFuncCall target;
     if (std::optional<std::string> refusal = call.IsOp(schema::op::CallTIR)
                                                  ? AsPrimFuncCall(call, &target)
-                                                 : LegalizeOperator(call, &target)) {
+                                                 : LegalizeOperator(call, effect, &target)) {
       return refuse(*refusal);
     }
     Array<ObjectRef> tuple = Tuple(Call(target.call_tir).args()[1], "call_tir args").fields();
@@ -272,7 +281,10 @@ class Analysis {
       decision.call_tir = target.call_tir;
       decision.prim_func = target.prim_func;
       decision.prim_func_name = target.prim_func_name;
-      decision.reason = target.what + "; " + Quoted(NameOf(arg)) + " is not read afterwards";
+      std::string what = target.legal != nullptr
+                             ? PatternName(context_->legalizer().OpPattern(*target.legal))
+                             : target.what;
+      decision.reason = what + "; " + Quoted(NameOf(arg)) + " is not read afterwards";
       return decision;
     }
     if (refusals.empty()) return refuse("no tensor argument has the result's shape and dtype");
@@ -282,7 +294,8 @@ class Analysis {
   }
 
   /*! \brief An operator call through its legalization; nullopt or why it cannot run in place. */
-  std::optional<std::string> LegalizeOperator(const Call& call, PrimFuncCall* out) {
+  std::optional<std::string> LegalizeOperator(const Call& call, const MemoryEffect& effect,
+                                              PrimFuncCall* out) {
     std::string op = call.op_name();
     if (gpu_) {
       return "the target is a GPU: its pipeline schedules the legalized PrimFunc (dlight), which "
@@ -294,7 +307,7 @@ class Analysis {
     OpLegalizer& legalizer = context_->legalizer();
     const LegalizedCall& legal = legalizer.Legalize(call);
     if (legal.kind != LegalizedCall::Kind::kCallTIR) return legal.detail;
-    if (legal.reshape_pattern) {
+    if (effect.planned == MemoryEffect::Planned::kCopy) {
       return "it legalizes to a copy, which RewriteDataflowReshape turns into a view";
     }
     if (legal.prologue_bindings > 0) {
@@ -308,7 +321,7 @@ class Analysis {
     out->prim_func = legal.prim_func;
     out->prim_func_name = legal.prim_func_name;
     out->args = call.args();
-    out->what = PatternName(legalizer.OpPattern(legal));
+    out->legal = &legal;
     return std::nullopt;
   }
 
@@ -318,15 +331,13 @@ class Analysis {
     if (args.size() > 2) {
       return "the call passes symbolic shape variables, which call_tir_inplace cannot";
     }
-    auto found = functions_.find(args[0]);
-    if (args.size() < 2 || found == functions_.end() || !Is<PrimFunc>((*found).second)) {
-      return "the callee is not a PrimFunc of the module";
-    }
+    std::optional<PrimFunc> callee = args.size() < 2 ? std::nullopt : effects_.PrimFuncOf(args[0]);
+    if (!callee) return "the callee is not a PrimFunc of the module";
     std::optional<Tuple> tuple = As<Tuple>(args[1]);
     if (!tuple) return "the arguments are not a tuple expression";
-    PrimFunc prim_func((*found).second);
+    const PrimFunc& prim_func = *callee;
     std::string name = GlobalVarName(args[0]);
-    if (context_->legalizer().HasReshapePattern(prim_func)) {
+    if (context_->facts().MovesDataOnly(prim_func)) {
       return "the PrimFunc " + Quoted(name) +
              " only moves data: RewriteDataflowReshape may turn the call into a view";
     }
@@ -371,89 +382,7 @@ class Analysis {
     return std::nullopt;
   }
 
-  // ---- the memory-planning model ----------------------------------------------------------
-
-  static PlanStep MakePlanStep(PlanStep::Kind kind, const Step& step, const Object* var) {
-    PlanStep plan;
-    plan.kind = kind;
-    plan.block = step.block;
-    plan.var = var;
-    return plan;
-  }
-
-  /*!
-   * \brief A call binding as StaticPlanBlockMemory sees it: after LegalizeOps a PrimFunc call
-   *        that allocates its output, or a view made by RewriteDataflowReshape, or an opaque call.
-   */
-  PlanStep PlanCall(const Step& step, const Call& call, const MemoryEffect& effect) {
-    using Kind = MemoryEffect::Kind;
-    PlanStep plan = MakePlanStep(PlanStep::Kind::kOpaque, step, step.binding->var().get());
-    plan.reads = step.uses;
-    plan.escapes = effect.escapes;
-    if (effect.kind == Kind::kInplace) {
-      const std::vector<int64_t>& indices = effect.inplace_indices;
-      Array<ObjectRef> args = call.args();
-      std::optional<Tuple> tuple = args.size() > 1 ? As<Tuple>(args[1]) : std::nullopt;
-      if (tuple && indices.size() == 1 && indices[0] >= 0 &&
-          indices[0] < static_cast<int64_t>(tuple->fields().size()) &&
-          IsVar(tuple->fields()[indices[0]])) {
-        plan.kind = PlanStep::Kind::kAllocate;
-        plan.inplace_source = tuple->fields()[indices[0]].get();
-      }
-      return plan;
-    }
-    // After LegalizeOps, an allocating operator or call_tir is a PrimFunc call.
-    bool prim_func_call = (effect.kind == Kind::kAllocate || effect.kind == Kind::kMaybeView) &&
-                          effect.allocator == MemoryEffect::Allocator::kNone;
-    bool reshape = effect.kind == Kind::kMaybeView;
-    if (!prim_func_call) return plan;
-    if (reshape) {
-      if (std::optional<ObjectRef> source = ReshapeSource(step, call)) {
-        plan.kind = PlanStep::Kind::kView;
-        plan.value = *source;
-        plan.reads.clear();
-        return plan;
-      }
-    }
-    plan.kind = PlanStep::Kind::kAllocate;
-    plan.type = TypeOf(call.ref());
-    return plan;
-  }
-
-  /*!
-   * \brief The tensor a copy is a view of after RewriteDataflowReshape, which rewrites only
-   *        DataflowVar bindings of dataflow blocks whose one tensor argument has the result's
-   *        dtype and provably as many elements.
-   */
-  std::optional<ObjectRef> ReshapeSource(const Step& step, const Call& call) const {
-    if (!step.dataflow || !ir::relax::IsDataflowVar(step.binding->var().ref())) return std::nullopt;
-    // The tensor operands: a constant counts too (a view of a constant holds no planned storage).
-    Array<ObjectRef> operands = call.args();
-    if (call.IsOp(schema::op::CallTIR)) {
-      std::optional<Tuple> tuple = operands.size() > 1 ? As<Tuple>(operands[1]) : std::nullopt;
-      if (!tuple) return std::nullopt;
-      operands = tuple->fields();
-    }
-    std::optional<ObjectRef> source;
-    for (const ObjectRef& operand : operands) {
-      if (!Is<TensorType>(TypeOf(operand))) continue;
-      if (source) return std::nullopt;  // more than one tensor argument
-      source = operand;
-    }
-    if (!source) return std::nullopt;
-    std::optional<TensorType> from = As<TensorType>(TypeOf(*source));
-    std::optional<TensorType> to = As<TensorType>(TypeOf(call.ref()));
-    if (!from || !to || !from->dtype() || from->dtype() != to->dtype()) return std::nullopt;
-    std::optional<Array<ObjectRef>> from_shape = from->shape(), to_shape = to->shape();
-    if (!from_shape || !to_shape) return std::nullopt;
-    auto elements = [](const Array<ObjectRef>& shape) {
-      ObjectRef product = IntConst(DLDataType{kDLInt, 64, 1}, 1);
-      for (const ObjectRef& extent : shape) product = Mul(product, extent);
-      return product;
-    };
-    if (!Analyzer().CanProveEqual(elements(*from_shape), elements(*to_shape))) return std::nullopt;
-    return source;
-  }
+  // ---- the memory guard ----------------------------------------------------------------
 
   /*!
    * \brief Keep the rewrites that do not make StaticPlanBlockMemory plan more bytes. Its
@@ -465,15 +394,33 @@ class Analysis {
    *           then retry the refused ones until nothing changes;
    *         - shrinking: start from every candidate, drop those whose removal lowers the
    *           total, then re-add dropped ones that do not raise it.
-   *        Refusing a rewrite only removes aliasing, so the kept ones stay safe.
+   *        Refusing a rewrite only removes aliasing, so the kept ones stay safe. With
+   *        tvm-memplan's planner, whose packing nearly always reaches its lower bound, every
+   *        candidate is kept at once when the model plans that bound with all of them: no choice
+   *        plans fewer bytes, and both searches would end there (each query packs the whole
+   *        function, and the searches make a few per candidate).
    */
   void KeepRewritesThatDoNotRaiseMemory() {
     if (candidates_.empty()) return;
-    MemoryPlanModel model(plan_steps_);
+    MemoryPlanModel model(ModelSteps());
     size_t n = candidates_.size();
+    // Configurations are evaluated again (the searches meet, the reasons probe): once each.
+    std::map<std::vector<bool>, int64_t> evaluated;
+    auto total = [&](const std::vector<bool>& chosen) {
+      auto found = evaluated.find(chosen);
+      if (found != evaluated.end()) return found->second;
+      return evaluated[chosen] = *PlannedBytes(model, chosen);
+    };
+    if (options_.planner == kMemplanPlanner) {
+      // Every candidate in place at the lower bound of every choice: none plans fewer bytes, and
+      // both searches below would end there (the shrinking one starts there and only takes
+      // strict gains), so nothing is refused.
+      std::optional<int64_t> bound = model.MemplanLowerBound(std::vector<bool>(n, true));
+      if (!bound) return;  // symbolic sizes: the model cannot tell, keep every safe rewrite
+      if (total(std::vector<bool>(n, true)) == *bound) return;
+    }
     std::optional<int64_t> none = PlannedBytes(model, std::vector<bool>(n, false));
     if (!none) return;  // symbolic sizes: the model cannot tell, keep every safe rewrite
-    auto total = [&](const std::vector<bool>& chosen) { return *PlannedBytes(model, chosen); };
     // Flip candidates that `accept(current, flipped)` allows, round after round.
     auto improve = [&](std::vector<bool>* chosen, int64_t* current, bool value, auto accept) {
       constexpr int kMaxRounds = 4;
@@ -519,7 +466,7 @@ class Analysis {
       probe[c] = true;
       int64_t with = total(probe);
       probe[c] = false;
-      InplaceDecision& decision = decisions_[candidates_[c]];
+      InplaceDecision& decision = decisions_[candidates_[c].decision];
       decision.inplace = false;
       decision.reason = "in place would raise the memory " + PlannerName() + " plans from " +
                         std::to_string(chosen_bytes) + " to " + std::to_string(with) + " bytes";
@@ -535,14 +482,18 @@ class Analysis {
   bool gpu_;
   InplaceContext* context_;
   MemoryEffects effects_;
-  Map<ObjectRef, ObjectRef> functions_;
   std::vector<Step> steps_;
   StorageFlow flow_;
   std::vector<InplaceDecision> decisions_;
-  /*! \brief The function as the memory planner sees it, one entry per step. */
-  std::vector<PlanStep> plan_steps_;
-  /*! \brief Index in decisions_ of each in-place decision (the model's candidates). */
-  std::vector<size_t> candidates_;
+  /*! \brief Per step, what its call does to memory (steps binding no call: none). */
+  std::vector<std::optional<MemoryEffect>> effects_of_steps_;
+  /*! \brief An in-place decision, a candidate of the memory guard. */
+  struct Candidate {
+    /*! \brief Its index in decisions_, and its step. */
+    size_t decision;
+    int64_t step;
+  };
+  std::vector<Candidate> candidates_;
 };
 
 }  // namespace
@@ -646,22 +597,33 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         return refusal ? Optional<String>(String(*refusal)) : Optional<String>();
       });
   // The model of the memory planner `planner`, for tests: bytes planned when exactly the bindings
-  // named in `in_place` (among the safe candidates) run in place.
-  tvm::ffi::reflection::GlobalDef().def(
-      "tvm_memplan.testing.inplace_modelled_bytes",
-      [](ObjectRef func, Optional<ObjectRef> mod, Array<String> in_place, String planner) -> Any {
-        InplaceContext context;
-        ffi::ObjectPtr<InplaceOptionsObj> options = ffi::make_object<InplaceOptionsObj>();
-        options->memory_aware = false;
-        options->planner = planner;
-        CheckInplaceOptions(*options);
-        Analysis analysis(Function(func, "inplace_modelled_bytes"), mod.value_or(ObjectRef()),
-                          *options, &context);
-        analysis.Run();
-        std::unordered_set<std::string> names(in_place.begin(), in_place.end());
-        std::optional<int64_t> bytes = analysis.ModelledBytes(names);
-        return bytes ? Any(*bytes) : Any();
-      });
+  // named in `in_place` (among the safe candidates) run in place; the lower bound of
+  // tvm-memplan's planner for the same choice.
+  auto modelled = [](const char* what, ObjectRef func, Optional<ObjectRef> mod,
+                     Array<String> in_place, String planner, bool lower_bound) -> Any {
+    InplaceContext context;
+    ffi::ObjectPtr<InplaceOptionsObj> options = ffi::make_object<InplaceOptionsObj>();
+    options->memory_aware = false;
+    options->planner = planner;
+    CheckInplaceOptions(*options);
+    Analysis analysis(Function(func, what), mod.value_or(ObjectRef()), *options, &context);
+    analysis.Run();
+    std::unordered_set<std::string> names(in_place.begin(), in_place.end());
+    std::optional<int64_t> bytes =
+        lower_bound ? analysis.ModelledLowerBound(names) : analysis.ModelledBytes(names);
+    return bytes ? Any(*bytes) : Any();
+  };
+  tvm::ffi::reflection::GlobalDef()
+      .def("tvm_memplan.testing.inplace_modelled_bytes",
+           [modelled](ObjectRef func, Optional<ObjectRef> mod, Array<String> in_place,
+                      String planner) {
+             return modelled("inplace_modelled_bytes", func, mod, in_place, planner, false);
+           })
+      .def("tvm_memplan.testing.inplace_modelled_lower_bound",
+           [modelled](ObjectRef func, Optional<ObjectRef> mod, Array<String> in_place) {
+             return modelled("inplace_modelled_lower_bound", func, mod, in_place, kMemplanPlanner,
+                             true);
+           });
 }
 
 }  // namespace relax

@@ -143,6 +143,7 @@ ObjectRef ToRecord(const InplaceDecision& decision);
 class InplaceContext {
  public:
   OpLegalizer& legalizer() { return legalizer_; }
+  PrimFuncFacts& facts() { return facts_; }
   /*!
    * \brief Whether PrimFunc `prim_func` may write its output (the last parameter) into the
    *        memory passed as parameters `inputs` (one tensor passed `inputs.size()` times):
@@ -153,6 +154,7 @@ class InplaceContext {
 
  private:
   OpLegalizer legalizer_;
+  PrimFuncFacts facts_;
   std::map<std::pair<const Object*, std::vector<int64_t>>, std::optional<std::string>>
       prim_func_checks_;
   std::vector<ObjectRef> keep_alive_;  // PrimFuncs keyed by address in prim_func_checks_

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -94,7 +95,8 @@ PrimFunc MakeInplacePrimFunc(const PrimFunc& prim_func, const std::vector<int64_
   if (!inplace.global_symbol().empty()) {
     inplace = PrimFunc(WithoutFuncAttr(inplace.ref(), schema::attr::GlobalSymbol));
   }
-  return inplace;
+  // Variables and buffers of its own: the original may be in the module too.
+  return PrimFunc(schema::func::RenewDefs(inplace.ref()).cast<ObjectRef>());
 }
 
 /*! \brief The call_tir argument tuple without the repeated positions `inputs[1:]`. */
@@ -128,8 +130,11 @@ void CollectGlobalVars(const ObjectRef& func, std::unordered_set<const Object*>*
 
 class Rewrite {
  public:
-  Rewrite(const IRModule& mod, const InplaceOptionsObj& options)
-      : mod_(mod), options_(options), builder_(mod.ref()) {}
+  Rewrite(const IRModule& mod, const InplaceOptionsObj& options, InplaceContext* context)
+      : mod_(mod),
+        options_(options),
+        builder_(mod.ref()),
+        context_(context != nullptr ? *context : own_context_) {}
 
   InplaceRewriteResult Run() {
     // Name order, so that the names of added PrimFuncs do not depend on map iteration.
@@ -222,7 +227,8 @@ class Rewrite {
   const InplaceOptionsObj& options_;
   PassDump dump_{"DataflowUseInplaceCalls"};
   BlockBuilder builder_;
-  InplaceContext context_;
+  InplaceContext own_context_;
+  InplaceContext& context_;
   ffi::ObjectPtr<InplaceStatsObj> stats_ = ffi::make_object<InplaceStatsObj>();
   std::map<std::pair<const Object*, std::vector<int64_t>>, ObjectRef> prim_funcs_;
   std::vector<ObjectRef> keep_alive_;  // PrimFuncs keyed by address in prim_funcs_
@@ -232,8 +238,71 @@ class Rewrite {
 
 }  // namespace
 
-InplaceRewriteResult UseInplaceCalls(const IRModule& mod, const InplaceOptionsObj& options) {
-  return Rewrite(mod, options).Run();
+InplaceRewriteResult UseInplaceCalls(const IRModule& mod, const InplaceOptionsObj& options,
+                                     InplaceContext* context) {
+  return Rewrite(mod, options, context).Run();
+}
+
+namespace {
+
+/*! \brief The pass DataflowUseInplaceCalls, keeping what it legalizes in `context` (null: in a
+ *         context of each run's own). */
+ObjectRef InplacePass(const InplaceOptions& options, std::shared_ptr<InplaceContext> context) {
+  CheckInplaceOptions(*options.get());
+  return MakeModulePass("tvm_memplan.DataflowUseInplaceCalls", 0,
+                        [options, context](IRModule mod, ObjectRef) {
+                          PassDump dump("DataflowUseInplaceCalls");
+                          dump.Write("input", mod.ref());
+                          IRModule out = UseInplaceCalls(mod, *options.get(), context.get()).mod;
+                          dump.Write("output", out.ref());
+                          return out;
+                        });
+}
+
+/*!
+ * \brief What FLegalize would make of `call` in LegalizeOps' builder `builder`: the in-place
+ *        run's legalization of its signature when that is one call_tir and emitted nothing
+ *        else (its PrimFunc added as call_te adds it), else the operator's FLegalize itself.
+ */
+ObjectRef ReuseLegalization(InplaceContext* context, const ObjectRef& builder, const Call& call) {
+  const LegalizedCall* legal = context->legalizer().Find(call);
+  if (legal == nullptr || legal->kind != LegalizedCall::Kind::kCallTIR ||
+      legal->prologue_bindings > 0) {
+    Any flegalize = ir::relax::OpAttr(call.op(), schema::attr::FLegalize);
+    return flegalize.cast<ffi::Function>()(builder, call.ref()).cast<ObjectRef>();
+  }
+  ObjectRef gv = schema::func::BlockBuilderAddFunction(builder, legal->prim_func->ref(),
+                                                       String(legal->prim_func_name))
+                     .cast<ObjectRef>();
+  Call call_tir(context->legalizer().Instantiate(*legal, call));
+  Array<ObjectRef> args = call_tir.args();
+  args.Set(0, gv);
+  return call_tir.WithArgs(args).ref();
+}
+
+}  // namespace
+
+ObjectRef LegalizeOpsAfterInplaceCalls(const InplaceOptions& options,
+                                       const Optional<Map<String, ffi::Function>>& cmap,
+                                       const Optional<Array<String>>& skip_ops,
+                                       bool enable_warning) {
+  CheckInplaceOptions(*options.get());
+  return MakeModulePass("tvm_memplan.LegalizeOps", 0, [=](IRModule mod, ObjectRef) {
+    auto context = std::make_shared<InplaceContext>();
+    IRModule rewritten = ApplyPass(InplacePass(options, context), mod);
+    Map<String, ffi::Function> legalizations = cmap.value_or(Map<String, ffi::Function>());
+    for (const ObjectRef& op : context->legalizer().Operators()) {
+      String name(OpName(op));
+      if (legalizations.count(name)) continue;  // a custom legalization wins
+      legalizations.Set(name,
+                        ffi::Function::FromTyped([context](ObjectRef builder, ObjectRef call) {
+                          return ReuseLegalization(context.get(), builder, Call(call));
+                        }));
+    }
+    ObjectRef legalize =
+        schema::func::LegalizeOps(legalizations, skip_ops, enable_warning).cast<ObjectRef>();
+    return ApplyPass(legalize, rewritten);
+  });
 }
 
 void InplaceStatsObj::RegisterReflection() {
@@ -254,16 +323,11 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   InplaceStatsObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef()
       .def("tvm_memplan.transform.DataflowUseInplaceCalls",
-           [](InplaceOptions options) {
-             CheckInplaceOptions(*options.get());
-             return MakeModulePass("tvm_memplan.DataflowUseInplaceCalls", 0,
-                                   [options](IRModule mod, ObjectRef) {
-                                     PassDump dump("DataflowUseInplaceCalls");
-                                     dump.Write("input", mod.ref());
-                                     IRModule out = UseInplaceCalls(mod, *options.get()).mod;
-                                     dump.Write("output", out.ref());
-                                     return out;
-                                   });
+           [](InplaceOptions options) { return InplacePass(options, nullptr); })
+      .def("tvm_memplan.transform.LegalizeOpsAfterInplaceCalls",
+           [](InplaceOptions options, Optional<Map<String, ffi::Function>> cmap,
+              Optional<Array<String>> skip_ops, bool enable_warning) {
+             return LegalizeOpsAfterInplaceCalls(options, cmap, skip_ops, enable_warning);
            })
       .def("tvm_memplan.transform.use_inplace_calls", [](ObjectRef mod, InplaceOptions options) {
         InplaceRewriteResult result =

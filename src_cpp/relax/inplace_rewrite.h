@@ -51,8 +51,27 @@ struct InplaceRewriteResult {
   ffi::ObjectPtr<InplaceStatsObj> stats;
 };
 
-/*! \brief Rewrite every Relax function of `mod`; `mod` itself is not modified. */
-InplaceRewriteResult UseInplaceCalls(const ir::IRModule& mod, const InplaceOptionsObj& options);
+/*!
+ * \brief Rewrite every Relax function of `mod`; `mod` itself is not modified. `context` keeps
+ *        the legalizations and PrimFunc facts (a context of its own when null).
+ */
+InplaceRewriteResult UseInplaceCalls(const ir::IRModule& mod, const InplaceOptionsObj& options,
+                                     InplaceContext* context = nullptr);
+
+/*!
+ * \brief `tvm_memplan.LegalizeOps`: DataflowUseInplaceCalls, then TVM's LegalizeOps (with
+ *        `cmap`, `skip_ops` and `enable_warning`, its own arguments) taking the legalizations the
+ *        in-place run made instead of legalizing those calls again. The run legalized each call
+ *        signature once with the operator's own FLegalize (relax/op_legalization.h); through
+ *        LegalizeOps' custom legalization map, a call of such a signature becomes the same
+ *        `call_tir` of the same PrimFunc, added to the module as FLegalize adds it. Legalizations
+ *        that emitted bindings, calls the run did not legalize, and the operators of `cmap` go
+ *        through LegalizeOps as usual.
+ */
+ObjectRef LegalizeOpsAfterInplaceCalls(const InplaceOptions& options,
+                                       const Optional<Map<String, ffi::Function>>& cmap,
+                                       const Optional<Array<String>>& skip_ops,
+                                       bool enable_warning);
 
 }  // namespace relax
 }  // namespace tvm_memplan

@@ -111,32 +111,6 @@ struct Allocation {
   int64_t group = -1, group_offset = 0;
 };
 
-/*! \brief What the planner asks of the module's PrimFuncs, computed once per PrimFunc. */
-class PrimFuncFacts {
- public:
-  struct Facts {
-    /*! \brief Per parameter: whether the PrimFunc may write it. */
-    std::vector<bool> written;
-    /*! \brief When the PrimFunc is a concatenation (relax/concat_prim_func.h). */
-    std::optional<ConcatLayout> concat;
-  };
-
-  const Facts& Of(const PrimFunc& prim_func) {
-    auto found = facts_.find(prim_func.get());
-    if (found != facts_.end()) return found->second;
-    Facts facts;
-    facts.written = WrittenParams(prim_func);
-    auto concat = AnalyzeConcatenation(prim_func);
-    if (auto* layout = std::get_if<ConcatLayout>(&concat)) facts.concat = *layout;
-    keep_alive_.push_back(prim_func.ref());
-    return facts_.emplace(prim_func.get(), std::move(facts)).first->second;
-  }
-
- private:
-  std::unordered_map<const Object*, Facts> facts_;
-  std::vector<ObjectRef> keep_alive_;  // the PrimFuncs keyed by address
-};
-
 class PlanAnalysis {
  public:
   PlanAnalysis(const ObjectRef& gv, const Function& func, const IRModule& mod,
@@ -149,7 +123,7 @@ class PlanAnalysis {
         devices_(devices),
         stock_(stock),
         prim_funcs_(prim_funcs),
-        classifier_(mod.ref(), nullptr,
+        classifier_(mod.ref(), nullptr, prim_funcs,
                     MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
         steps_(FlattenFunction(func)),
         flow_(steps_) {}
@@ -228,17 +202,18 @@ class PlanAnalysis {
     }
     Array<ObjectRef> args = call.args();
     std::optional<PrimFunc> prim_func;
-    if (effect.kind == MemoryEffect::Kind::kUse && classifier_.IsPrimFunc(call.op())) {
-      prim_func = PrimFunc(functions_.at(call.op()));
-    }
-    const PrimFuncFacts::Facts* facts = prim_func ? &prim_funcs_->Of(*prim_func) : nullptr;
+    if (effect.kind == MemoryEffect::Kind::kUse) prim_func = classifier_.PrimFuncOf(call.op());
+    const std::vector<bool>* written =
+        prim_func ? &prim_funcs_->WrittenParams(*prim_func) : nullptr;
     for (size_t i = 0; i < args.size(); ++i) {
-      if (facts && i < facts->written.size() && !facts->written[i]) continue;
+      if (written && i < written->size() && !(*written)[i]) continue;
       const Value* value = IsVar(args[i]) ? flow_.Find(args[i].get()) : nullptr;
       if (value == nullptr) continue;
       for (RootId root : value->roots) root_writes_[root].push_back(step);
     }
-    if (facts && facts->concat && facts->concat->bytes.size() + 1 == args.size()) {
+    const std::optional<ConcatLayout>* concat =
+        prim_func ? &prim_funcs_->Concatenation(*prim_func) : nullptr;
+    if (concat && *concat && (*concat)->bytes.size() + 1 == args.size()) {
       concat_steps_.push_back(step);
     }
   }
@@ -382,7 +357,7 @@ class PlanAnalysis {
       ConcatCall c;
       c.step = step;
       c.callee = GlobalVarName(call.op());
-      c.layout = *prim_funcs_->Of(PrimFunc(functions_.at(call.op()))).concat;
+      c.layout = *prim_funcs_->Concatenation(PrimFunc(functions_.at(call.op())));
       for (const ObjectRef& arg : call.args()) {
         c.arg_names.push_back(IsVar(arg) ? Var(arg).name() : ToString(arg));
         c.args.push_back(AllocationOf(arg));
@@ -615,7 +590,7 @@ class PlanAnalysis {
   bool CompareWithStock(MemoryPlan* plan, bool run) {
     FunctionMemoryPlanObj& r = *plan->record;
     std::optional<int64_t> modelled =
-        MemoryPlanModel(StockModelSteps(steps_, effects_, classifier_)).TotalBytes({});
+        MemoryPlanModel(PlanSteps(steps_, effects_, PlanBlocks::kPerBindingBlock)).TotalBytes({});
     r.stock_model_bytes = modelled.value_or(-1);
     bool symbolic =
         r.symbolic_allocations > 0 || std::any_of(allocations_.begin(), allocations_.end(),

@@ -14,28 +14,108 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "relax/offset_packing.h"
-#include "relax/program_points.h"
-
 namespace tvm_memplan {
 namespace relax {
 
 using namespace ir;
 
-PlanStep ModelNonCallBinding(const Step& step, int block) {
-  PlanStep model;
-  model.kind = PlanStep::Kind::kAlias;
-  model.block = block;
-  model.var = step.binding->var().get();
-  if (step.binding->is_match_cast()) return model;
+namespace {
+
+/*! \brief A binding whose value is not a call. */
+PlanStep NonCallStep(const Step& step, PlanStep plan) {
+  plan.kind = PlanStep::Kind::kAlias;
+  if (step.binding->is_match_cast()) return plan;
   if (IsVar(step.expr) || ir::relax::IsConstant(step.expr) || Is<ir::relax::Tuple>(step.expr) ||
       Is<ir::relax::TupleGetItem>(step.expr)) {
-    model.value = step.expr;
+    plan.value = step.expr;
   } else if (Is<ir::relax::Function>(step.expr)) {
-    model.kind = PlanStep::Kind::kOpaque;
-    model.reads = step.uses;
+    plan.kind = PlanStep::Kind::kOpaque;
+    plan.reads = step.uses;
   }
-  return model;
+  return plan;
+}
+
+/*! \brief A call binding, by what the planner sees of it. */
+PlanStep CallStep(const Step& step, const Call& call, const MemoryEffect& effect, PlanStep plan) {
+  using Planned = MemoryEffect::Planned;
+  plan.reads = step.uses;
+  Planned planned = effect.planned;
+  if (planned == Planned::kCopy) {
+    bool rewritten = step.dataflow && ir::relax::IsDataflowVar(step.binding->var().ref()) &&
+                     effect.planned_source >= 0;
+    if (!rewritten) planned = Planned::kAllocates;
+  }
+  switch (planned) {
+    case Planned::kAllocates:
+      plan.kind = PlanStep::Kind::kAllocate;
+      plan.type = ir::relax::TypeOf(call.ref());
+      break;
+    case Planned::kAllocTensor:
+      plan.kind = PlanStep::Kind::kAllocate;
+      plan.type = ir::relax::TypeOf(call.ref());
+      plan.reads.clear();
+      plan.counts_own_output = false;
+      plan.scope = StringValue(call.args()[3], "alloc_tensor scope");
+      break;
+    case Planned::kCopy:
+      plan.kind = PlanStep::Kind::kView;
+      plan.value = CallOperands(call)[effect.planned_source];
+      plan.reads.clear();
+      break;
+    case Planned::kView:
+      plan.kind = PlanStep::Kind::kView;
+      plan.value = call.args()[effect.planned_source];
+      plan.reads.clear();
+      break;
+    case Planned::kInplace:
+      plan.kind = PlanStep::Kind::kAllocate;
+      plan.inplace_source = CallOperands(call)[effect.planned_source].get();
+      break;
+    case Planned::kUses:
+      plan.kind = PlanStep::Kind::kAllocate;
+      plan.counts_own_output = false;
+      break;
+    case Planned::kOpaque:
+      plan.kind = PlanStep::Kind::kOpaque;
+      plan.escapes = effect.escapes;
+      break;
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::vector<PlanStep> PlanSteps(const std::vector<Step>& steps,
+                                const std::vector<std::optional<MemoryEffect>>& effects,
+                                PlanBlocks blocks) {
+  std::vector<PlanStep> out;
+  out.reserve(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    PlanStep plan;
+    plan.block = blocks == PlanBlocks::kPerSeqExpr ? step.block : step.binding_block;
+    switch (step.kind) {
+      case Step::Kind::kBinding: {
+        plan.var = step.binding->var().get();
+        std::optional<Call> call = As<Call>(step.expr);
+        out.push_back(call && effects[i] ? CallStep(step, *call, *effects[i], std::move(plan))
+                                         : NonCallStep(step, std::move(plan)));
+        continue;
+      }
+      case Step::Kind::kIfResult:
+        plan.kind = PlanStep::Kind::kOpaque;  // the stock planner gives an `if` no storage
+        plan.var = step.binding->var().get();
+        break;
+      default:
+        // Conditions, branch results and the function result: what they read is not planned.
+        plan.kind = PlanStep::Kind::kEscape;
+        plan.reads = step.uses;
+        plan.returns = step.kind == Step::Kind::kReturn;
+        break;
+    }
+    out.push_back(std::move(plan));
+  }
+  return out;
 }
 
 namespace {
@@ -309,9 +389,8 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
   return total;
 }
 
-std::optional<int64_t> MemoryPlanModel::MemplanBytes(const std::vector<bool>& in_place,
-                                                     int64_t alignment) const {
-  if (!valid_) return std::nullopt;
+MemoryPlanModel::MemplanItems MemoryPlanModel::MemplanInput(
+    const std::vector<bool>& in_place) const {
   size_t n = tokens_.size();
   std::vector<int> rep = Representatives(in_place);
   // Lifetimes over event indices, and the tokens that leave planning.
@@ -340,17 +419,29 @@ std::optional<int64_t> MemoryPlanModel::MemplanBytes(const std::vector<bool>& in
       }
     }
   }
-  std::vector<PackItem> items;
-  int64_t unplanned = 0;
+  MemplanItems out;
   for (size_t t = 0; t < n; ++t) {
     if (rep[t] != static_cast<int>(t)) continue;  // shares its source's storage
     if (!planned[t]) {
-      unplanned += tokens_[t].bytes;
+      out.unplanned += tokens_[t].bytes;
     } else {
-      items.push_back(PackItem{tokens_[t].bytes, first[t], last[t]});
+      out.items.push_back(PackItem{tokens_[t].bytes, first[t], last[t]});
     }
   }
-  return unplanned + PackOffsets(items, alignment).bytes;
+  return out;
+}
+
+std::optional<int64_t> MemoryPlanModel::MemplanBytes(const std::vector<bool>& in_place,
+                                                     int64_t alignment) const {
+  if (!valid_) return std::nullopt;
+  MemplanItems input = MemplanInput(in_place);
+  return input.unplanned + PackOffsets(input.items, alignment).bytes;
+}
+
+std::optional<int64_t> MemoryPlanModel::MemplanLowerBound(const std::vector<bool>& in_place) const {
+  if (!valid_) return std::nullopt;
+  MemplanItems input = MemplanInput(in_place);
+  return input.unplanned + PeakLiveBytes(input.items);
 }
 
 }  // namespace relax

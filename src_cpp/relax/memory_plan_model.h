@@ -36,6 +36,9 @@
 
 #include "ir/relax.h"
 #include "ir/scopes.h"
+#include "relax/memory_effects.h"
+#include "relax/offset_packing.h"
+#include "relax/program_points.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -90,15 +93,29 @@ struct PlanStep {
   bool escapes = false;
 };
 
-struct Step;  // relax/program_points.h
+/*! \brief The binding blocks StaticPlanBlockMemory plans one at a time (PlanStep::block). */
+enum class PlanBlocks {
+  /*! \brief One per SeqExpr (Step::block): Relax before the build goes through ToNonDataflow,
+   *         after which the normalizer merges the binding blocks of each SeqExpr. */
+  kPerSeqExpr,
+  /*! \brief As in the IR (Step::binding_block): Relax after CallTIRRewrite is planned as it is. */
+  kPerBindingBlock,
+};
 
 /*!
- * \brief A binding of `step` whose value is not a call, as StaticPlanBlockMemory sees it in
- *        binding block `block`: a var, constant, tuple or tuple item shares its storage; a
- *        `match_cast` var gets none (the stock planner maps plain bindings only); a function
- *        is opaque, so what it captures is not planned; shapes and prim values hold no tensor.
+ * \brief The function of `steps` as StaticPlanBlockMemory sees it, one PlanStep per program
+ *        point. A call binding is what its effect `effects[i]` says the planner sees
+ *        (MemoryEffect::planned); a copy becomes a view only for the bindings
+ *        RewriteDataflowReshape rewrites (DataflowVars of dataflow blocks). Other bindings: a
+ *        var, constant, tuple or tuple item shares its storage; a `match_cast` var gets none (the
+ *        stock planner maps plain bindings only); a function is opaque, so what it captures is
+ *        not planned; shapes and prim values hold no tensor. An `if` result gets no storage;
+ *        conditions, branch results and the function result take what they read out of
+ *        planning. No step is an in-place candidate yet (PlanStep::candidate).
  */
-PlanStep ModelNonCallBinding(const Step& step, int block);
+std::vector<PlanStep> PlanSteps(const std::vector<Step>& steps,
+                                const std::vector<std::optional<MemoryEffect>>& effects,
+                                PlanBlocks blocks);
 
 class MemoryPlanModel {
  public:
@@ -114,9 +131,24 @@ class MemoryPlanModel {
   /*! \brief The same for tvm-memplan's planner, whose offsets are multiples of `alignment`. */
   std::optional<int64_t> MemplanBytes(const std::vector<bool>& in_place, int64_t alignment) const;
 
+  /*!
+   * \brief A lower bound of MemplanBytes: the tensors left unplanned plus the most bytes of
+   *        planned tensors live at one program point. Running one more candidate in place never
+   *        raises it (the output takes the storage of an input of its size that is read at that
+   *        step, so their lifetimes join without overlapping), so when MemplanBytes reaches it
+   *        with every candidate in place, no choice of candidates plans fewer bytes.
+   */
+  std::optional<int64_t> MemplanLowerBound(const std::vector<bool>& in_place) const;
+
  private:
   struct Token;
   struct Event;
+  /*! \brief What tvm-memplan's planner packs, and the bytes it leaves unplanned. */
+  struct MemplanItems {
+    std::vector<PackItem> items;
+    int64_t unplanned = 0;
+  };
+  MemplanItems MemplanInput(const std::vector<bool>& in_place) const;
   /*! \brief Per token, the token it is after the in-place steps chosen by `in_place` (-1: storage
    *         the planner does not manage). */
   std::vector<int> Representatives(const std::vector<bool>& in_place) const;

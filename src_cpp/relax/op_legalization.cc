@@ -5,6 +5,8 @@
  */
 #include "relax/op_legalization.h"
 
+#include <algorithm>
+#include <unordered_set>
 #include <utility>
 
 #include "ir/pass.h"
@@ -18,19 +20,35 @@ using ir::relax::BindingBlock;
 using ir::relax::BlockBuilder;
 using ir::relax::Function;
 using ir::relax::OpAttr;
+using ir::relax::TensorType;
 using ir::relax::Tuple;
 using ir::relax::TypeOf;
 
 namespace {
 
+/*! \brief Whether `arg` is a constant a legalization passes to its PrimFunc (not a scalar,
+ *         whose value TVM's legalizations inline). */
+bool IsTensorConstant(const ObjectRef& arg) {
+  if (!ir::relax::IsConstant(arg)) return false;
+  std::optional<TensorType> type = As<TensorType>(TypeOf(arg));
+  std::optional<Array<ObjectRef>> shape = type ? type->shape() : std::nullopt;
+  return shape && !shape->empty();
+}
+
+/*! \brief Whether `arg` stands for its type in signatures: a variable, or (as a call argument)
+ *         a tensor constant. */
+bool IsPlaceholder(const ObjectRef& arg, bool call_argument) {
+  return IsVar(arg) || (call_argument && IsTensorConstant(arg));
+}
+
 /*!
- * \brief The structural signature of an argument: variables are replaced by their type and the
- *        position of their first occurrence, so `add(a, a)` and `add(a, b)` differ while two
- *        calls over different variables of the same types share a signature. `vars` collects
- *        the variables in that order.
+ * \brief The structural signature of an argument: variables (and tensor constants passed as
+ *        arguments) are replaced by their type and the position of their first occurrence, so
+ *        `add(a, a)` and `add(a, b)` differ while two calls over different variables of the same
+ *        types share a signature. `vars` collects them in that order.
  */
-Any ArgSignature(const ObjectRef& arg, std::vector<ObjectRef>* vars) {
-  if (IsVar(arg)) {
+Any ArgSignature(const ObjectRef& arg, std::vector<ObjectRef>* vars, bool call_argument) {
+  if (IsPlaceholder(arg, call_argument)) {
     int64_t position = static_cast<int64_t>(vars->size());
     for (size_t i = 0; i < vars->size(); ++i) {
       if ((*vars)[i].same_as(arg)) position = static_cast<int64_t>(i);
@@ -40,28 +58,61 @@ Any ArgSignature(const ObjectRef& arg, std::vector<ObjectRef>* vars) {
   }
   if (std::optional<Tuple> tuple = As<Tuple>(arg)) {
     Array<Any> fields{String("tuple")};
-    for (const ObjectRef& field : tuple->fields()) fields.push_back(ArgSignature(field, vars));
+    for (const ObjectRef& field : tuple->fields()) {
+      fields.push_back(ArgSignature(field, vars, false));
+    }
     return fields;
   }
-  return arg;  // constants, shapes, prim values: compared structurally
+  return arg;  // scalar constants, shapes, prim values: compared structurally
 }
 
-ffi::StructuralKey CallSignature(const Call& call, std::vector<ObjectRef>* vars) {
+/*! \brief The placeholders of `call`'s signature, in order. */
+std::vector<ObjectRef> Placeholders(const Call& call) {
+  std::vector<ObjectRef> vars;
+  for (const ObjectRef& arg : call.args()) ArgSignature(arg, &vars, true);
+  return vars;
+}
+
+ffi::StructuralKey CallSignature(const Call& call) {
+  std::vector<ObjectRef> vars;
   Array<Any> key{call.op(), call.attrs(), call.ty_args(), TypeOf(call.ref())};
-  for (const ObjectRef& arg : call.args()) key.push_back(ArgSignature(arg, vars));
+  for (const ObjectRef& arg : call.args()) key.push_back(ArgSignature(arg, &vars, true));
   return ffi::StructuralKey(key);
+}
+
+/*! \brief `call` with each tensor constant argument replaced by a variable of its type, which
+ *         Instantiate replaces by the constants of the calls sharing the signature. */
+Call WithConstantsAsVariables(const Call& call) {
+  Array<ObjectRef> args = call.args();
+  std::vector<std::pair<ObjectRef, ObjectRef>> replaced;  // constant -> its variable
+  Array<ObjectRef> out;
+  for (const ObjectRef& arg : args) {
+    if (!IsTensorConstant(arg)) {
+      out.push_back(arg);
+      continue;
+    }
+    auto found = std::find_if(replaced.begin(), replaced.end(),
+                              [&](const auto& entry) { return entry.first.same_as(arg); });
+    if (found == replaced.end()) {
+      std::string name = "const" + std::to_string(replaced.size());
+      replaced.emplace_back(arg, ir::relax::MakeVar(name, TypeOf(arg)).ref());
+      found = replaced.end() - 1;
+    }
+    out.push_back(found->second);
+  }
+  return replaced.empty() ? call : call.WithArgs(out);
 }
 
 }  // namespace
 
 const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
-  std::vector<ObjectRef> vars;
-  ffi::StructuralKey key = CallSignature(call, &vars);
+  ffi::StructuralKey key = CallSignature(call);
   auto it = cache_.find(key);
   if (it != cache_.end()) return *it->second;
 
   auto legal = std::make_unique<LegalizedCall>();
-  legal->template_call = call.ref();
+  Call template_call = WithConstantsAsVariables(call);
+  legal->template_call = template_call.ref();
   Any flegalize = OpAttr(call.op(), schema::attr::FLegalize);
   if (flegalize == nullptr) {
     legal->kind = LegalizedCall::Kind::kNoLegalization;
@@ -74,7 +125,8 @@ const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
   builder.BeginBlock(/*dataflow=*/true);
   bool block_open = true;
   try {
-    ObjectRef result = flegalize.cast<ffi::Function>()(builder.ref(), call.ref()).cast<ObjectRef>();
+    ObjectRef result =
+        flegalize.cast<ffi::Function>()(builder.ref(), template_call.ref()).cast<ObjectRef>();
     result = builder.Normalize(result);
     BindingBlock emitted = builder.EndBlock();
     block_open = false;
@@ -95,7 +147,6 @@ const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
         legal->prim_func = PrimFunc((*found).second);
         legal->prim_func_name = GlobalVarName(args[0]);
         legal->has_tir_vars = args.size() > 2;
-        legal->reshape_pattern = HasReshapePattern(*legal->prim_func);
       }
     }
   } catch (const ffi::Error& error) {
@@ -105,11 +156,30 @@ const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
   return *cache_.emplace(key, std::move(legal)).first->second;
 }
 
+const LegalizedCall* OpLegalizer::Find(const Call& call) const {
+  auto it = cache_.find(CallSignature(call));
+  return it == cache_.end() ? nullptr : it->second.get();
+}
+
+std::vector<ObjectRef> OpLegalizer::Operators() const {
+  std::vector<ObjectRef> ops;
+  std::unordered_set<const Object*> seen;
+  for (const auto& [key, legal] : cache_) {
+    ObjectRef op = Call(legal->template_call).op();
+    if (seen.insert(op.get()).second) ops.push_back(op);
+  }
+  return ops;
+}
+
+LoweredOperator OpLegalizer::Lower(const Call& call) {
+  const LegalizedCall& legal = Legalize(call);
+  if (legal.kind != LegalizedCall::Kind::kCallTIR) return {std::nullopt, legal.detail};
+  return {legal.prim_func, ""};
+}
+
 ObjectRef OpLegalizer::Instantiate(const LegalizedCall& legal, const Call& call) const {
-  std::vector<ObjectRef> template_vars, vars;
-  Call template_call(legal.template_call);
-  for (const ObjectRef& arg : template_call.args()) ArgSignature(arg, &template_vars);
-  for (const ObjectRef& arg : call.args()) ArgSignature(arg, &vars);
+  std::vector<ObjectRef> template_vars = Placeholders(Call(legal.template_call));
+  std::vector<ObjectRef> vars = Placeholders(call);
   if (template_vars.size() != vars.size()) {
     TVM_FFI_THROW(InternalError) << "internal error: calls of one signature have "
                                  << template_vars.size() << " and " << vars.size() << " variables";
@@ -140,18 +210,6 @@ int64_t OpLegalizer::OpPattern(const LegalizedCall& legal) {
   }
   legal.op_pattern = pattern;
   return pattern;
-}
-
-bool OpLegalizer::HasReshapePattern(const PrimFunc& prim_func) {
-  auto it = reshape_patterns_.find(prim_func.get());
-  if (it != reshape_patterns_.end()) return it->second;
-  // TVM's analysis only reads block TIR (it aborts on lowered TIR); a lowered PrimFunc may move
-  // data anywhere, so it counts as a possible reshape.
-  bool reshape = !Is<SBlockRealize>(prim_func.body()) ||
-                 schema::func::HasReshapePattern(prim_func.ref()).cast<bool>();
-  keep_alive_.push_back(prim_func.ref());
-  reshape_patterns_.emplace(prim_func.get(), reshape);
-  return reshape;
 }
 
 }  // namespace relax

@@ -1,22 +1,23 @@
 /*!
  * \file relax/op_legalization.h
  * \brief What a Relax operator call becomes in TVM's build: the `call_tir` that LegalizeOps
- *        emits for it, TVM's op_pattern of the legalized PrimFunc, and whether
- *        RewriteDataflowReshape later turns the call into a view of its input.
+ *        emits for it, and TVM's op_pattern of the legalized PrimFunc.
  *
  * \code
  *   OpLegalizer legalizer;
  *   const LegalizedCall& legal = legalizer.Legalize(call);   // call: R.exp(a)
  *   legal.kind == LegalizedCall::Kind::kCallTIR;             // R.call_tir(exp, (a,), out_ty=...)
  *   legalizer.OpPattern(legal) == 0;                         // elementwise
- *   legal.reshape_pattern == false;                          // R.astype(a, a.dtype) would be true
  *   ObjectRef here = legalizer.Instantiate(legal, other);    // same call_tir over other's args
  * \endcode
  *
  * Legalization runs the operator's own FLegalize through a scratch BlockBuilder, exactly as
  * LegalizeOps does, and is memoized per call signature (operator, attributes, argument and
  * result types, which arguments are the same variable): models repeat a handful of
- * signatures many times.
+ * signatures many times. Tensor constants (not scalars) count by their type, as variables do:
+ * TVM's legalizations pass them to the PrimFunc as arguments and read the values of scalar
+ * constants only (`_try_convert_to_scalar_const`), so the weights of two layers of one shape
+ * share a legalization (and no signature hashes a weight).
  */
 #ifndef TVM_MEMPLAN_RELAX_OP_LEGALIZATION_H_
 #define TVM_MEMPLAN_RELAX_OP_LEGALIZATION_H_
@@ -31,6 +32,7 @@
 
 #include "ir/relax.h"
 #include "ir/tir.h"
+#include "relax/memory_effects.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -48,7 +50,8 @@ struct LegalizedCall {
   Kind kind = Kind::kNoLegalization;
   /*! \brief For kOther: what legalization produced, for messages. */
   std::string detail;
-  /*! \brief The call that was legalized (its variables are the template's). */
+  /*! \brief The call that was legalized (its variables are the template's; its tensor
+   *         constants are variables too). */
   ObjectRef template_call;
   /*! \brief For kCallTIR: `R.call_tir(gv, (args...), out_ty)` over the template's variables. */
   ObjectRef call_tir;
@@ -59,14 +62,12 @@ struct LegalizedCall {
   int64_t prologue_bindings = 0;
   /*! \brief For kCallTIR: whether the call passes symbolic shape vars (a third argument). */
   bool has_tir_vars = false;
-  /*! \brief For kCallTIR: the PrimFunc only moves data (relax.analysis.has_reshape_pattern). */
-  bool reshape_pattern = false;
   /*! \brief op_pattern of the PrimFunc (AnnotateTIROpPattern), computed on first request. */
   mutable std::optional<int64_t> op_pattern;
 };
 
 /*! \brief Legalizes operator calls, once per call signature. */
-class OpLegalizer {
+class OpLegalizer : public OperatorLowering {
  public:
   /*!
    * \brief The legalization of `call` (an ir.Call of an ir.Op). The reference stays valid for
@@ -80,16 +81,20 @@ class OpLegalizer {
   /*! \brief TVM's op_pattern of a kCallTIR legalization (0 elementwise, 1 broadcast, ...). */
   int64_t OpPattern(const LegalizedCall& legal);
 
-  /*! \brief has_reshape_pattern of a PrimFunc, memoized per function object. */
-  bool HasReshapePattern(const ir::PrimFunc& prim_func);
+  /*! \brief The PrimFunc of a kCallTIR legalization, for MemoryEffects. */
+  LoweredOperator Lower(const ir::Call& call) override;
+
+  /*! \brief The legalization of `call`'s signature when it was legalized already, else null. */
+  const LegalizedCall* Find(const ir::Call& call) const;
+
+  /*! \brief The operators of the signatures legalized so far, in no particular order. */
+  std::vector<ObjectRef> Operators() const;
 
   /*! \brief Number of distinct signatures legalized so far. */
   size_t num_legalized() const { return cache_.size(); }
 
  private:
   std::unordered_map<ffi::StructuralKey, std::unique_ptr<LegalizedCall>> cache_;
-  std::unordered_map<const Object*, bool> reshape_patterns_;
-  std::vector<ObjectRef> keep_alive_;  // functions keyed by address in reshape_patterns_
 };
 
 }  // namespace relax

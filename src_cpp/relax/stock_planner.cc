@@ -1,6 +1,6 @@
 /*!
  * \file relax/stock_planner.cc
- * \brief Running and reading TVM's StaticPlanBlockMemory, and the steps of its model.
+ * \brief Running and reading TVM's StaticPlanBlockMemory.
  */
 #include "relax/stock_planner.h"
 
@@ -14,50 +14,12 @@ namespace relax {
 
 using namespace ir;
 using ir::relax::Function;
-using ir::relax::IsExternFunc;
 using ir::relax::TensorType;
 using ir::relax::TypeOf;
 
 namespace {
 
 const DLDataType kInt64{kDLInt, 64, 1};
-
-/*! \brief The model step of call binding `step` (relax/memory_plan_model.h). */
-PlanStep ModelCall(const Step& step, const Call& call, const MemoryEffect& effect,
-                   const MemoryEffects& classifier) {
-  PlanStep model;
-  model.block = step.binding_block;
-  model.var = step.binding->var().get();
-  model.reads = step.uses;
-  std::string op = call.op_name();
-  if (effect.allocator == MemoryEffect::Allocator::kAllocTensor) {
-    model.kind = PlanStep::Kind::kAllocate;
-    model.type = TypeOf(call.ref());
-    model.reads.clear();
-    model.counts_own_output = false;
-    model.scope = StringValue(call.args()[3], "alloc_tensor scope");
-    return model;
-  }
-  bool stock_view = op == schema::op::Reshape || op == schema::op::MemoryView ||
-                    op == schema::op::EnsureZeroOffset ||
-                    (effect.kind == MemoryEffect::Kind::kView && IsExternFunc(call.op()));
-  if (stock_view && IsVar(call.args()[0])) {
-    model.kind = PlanStep::Kind::kView;
-    model.value = call.args()[0];
-    model.reads.clear();
-    return model;
-  }
-  // PrimFunc and packed calls count as uses of their arguments; their results get no token.
-  if (classifier.IsPrimFunc(call.op()) || IsExternFunc(call.op()) ||
-      op == schema::op::VMCallTIRDyn) {
-    model.kind = PlanStep::Kind::kAllocate;
-    model.counts_own_output = false;
-    return model;
-  }
-  model.kind = PlanStep::Kind::kOpaque;
-  model.escapes = effect.escapes;
-  return model;
-}
 
 }  // namespace
 
@@ -115,35 +77,6 @@ StockFunctionPlan ReadStockPlan(const Function& planned) {
     }
   }
   return plan;
-}
-
-std::vector<PlanStep> StockModelSteps(const std::vector<Step>& steps,
-                                      const std::vector<std::optional<MemoryEffect>>& effects,
-                                      const MemoryEffects& classifier) {
-  std::vector<PlanStep> model;
-  model.reserve(steps.size());
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const Step& step = steps[i];
-    if (step.kind == Step::Kind::kBinding) {
-      std::optional<Call> call = As<Call>(step.expr);
-      model.push_back(call ? ModelCall(step, *call, *effects[i], classifier)
-                           : ModelNonCallBinding(step, step.binding_block));
-      continue;
-    }
-    PlanStep plan;
-    plan.block = step.binding_block;
-    if (step.kind == Step::Kind::kIfResult) {
-      plan.kind = PlanStep::Kind::kOpaque;  // the stock planner gives an `if` no storage
-      plan.var = step.binding->var().get();
-    } else {
-      // Conditions, branch results and the function result: what they read is not planned.
-      plan.kind = PlanStep::Kind::kEscape;
-      plan.reads = step.uses;
-      plan.returns = step.kind == Step::Kind::kReturn;
-    }
-    model.push_back(std::move(plan));
-  }
-  return model;
 }
 
 }  // namespace relax

@@ -1,15 +1,14 @@
 /*!
  * \file relax/stock_planner.h
  * \brief TVM's StaticPlanBlockMemory as tvm-memplan's planner meets it: running it (once per
- *        module), reading the plan it made of a function, and translating a function's program
- *        points into the steps of its model (relax/memory_plan_model.h), which predicts its
- *        bytes without running it.
+ *        module) and reading the plan it made of a function. Its model, which predicts its bytes
+ *        without running it, is relax/memory_plan_model.h.
  *
  * \code
  *   StockPlanner stock(mod);                                  // TVM's pass runs on first use
  *   StockFunctionPlan plan = ReadStockPlan(stock.Planned(gv));  // bytes, storages, tensors
- *   std::vector<PlanStep> model = StockModelSteps(steps, effects);
- *   MemoryPlanModel(model).TotalBytes({}) == plan.bytes          // on static sizes
+ *   MemoryPlanModel(PlanSteps(steps, effects, PlanBlocks::kPerBindingBlock)).TotalBytes({})
+ *       == plan.bytes                                          // on static sizes
  * \endcode
  */
 #ifndef TVM_MEMPLAN_RELAX_STOCK_PLANNER_H_
@@ -20,8 +19,6 @@
 #include <vector>
 
 #include "ir/relax.h"
-#include "relax/memory_effects.h"
-#include "relax/memory_plan_model.h"
 #include "relax/program_points.h"
 
 namespace tvm_memplan {
@@ -57,18 +54,6 @@ struct StockFunctionPlan {
 
 /*! \brief What TVM's planner made of a function (`planned`, its output). */
 StockFunctionPlan ReadStockPlan(const ir::relax::Function& planned);
-
-/*!
- * \brief The model steps (relax/memory_plan_model.h) of a function after CallTIRRewrite, one per
- *        program point: alloc_tensor allocates (without counting as a use of its own output),
- *        PrimFunc and packed calls use their arguments, reshape and memory views share their
- *        source's storage, `if` results get none, and conditions, branch results and the
- *        function result take what they read out of planning. `effects[i]` is the
- *        classification of step i when it binds a call.
- */
-std::vector<PlanStep> StockModelSteps(const std::vector<Step>& steps,
-                                      const std::vector<std::optional<MemoryEffect>>& effects,
-                                      const MemoryEffects& classifier);
 
 }  // namespace relax
 }  // namespace tvm_memplan

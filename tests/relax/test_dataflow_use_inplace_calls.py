@@ -287,6 +287,67 @@ class TestTensorPassedTwiceBecomesOneBuffer(InplaceCase):
             return b
 
 
+_WEIGHT_1 = np.linspace(-1, 1, 4, dtype="float32")
+_WEIGHT_2 = np.linspace(2, 3, 4, dtype="float32")
+
+
+class TestTensorConstantsShareALegalization(InplaceCase):
+    """Two calls over different tensor constants of one type share one legalization (the
+    constants are arguments of the PrimFunc, as variables are), and each in-place call passes
+    its own constant."""
+
+    @I.ir_module
+    class before:
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            with R.dataflow():
+                a = R.exp(x)
+                b = R.add(a, R.const(_WEIGHT_1))
+                c = R.exp(x)
+                d = R.add(c, R.const(_WEIGHT_2))
+                R.output(b, d)
+            return (b, d)
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True, s_tir=True)
+        def add_inplace(
+            a: T.Buffer((T.int64(4),), "float32"), const0: T.Buffer((T.int64(4),), "float32")
+        ):
+            T.func_attr({"tirx.noalias": True})
+            for ax0 in range(T.int64(4)):
+                with T.sblock("T_add"):
+                    v_ax0 = T.axis.spatial(T.int64(4), ax0)
+                    T.reads(a[v_ax0], const0[v_ax0])
+                    T.writes(a[v_ax0])
+                    a[v_ax0] = a[v_ax0] + const0[v_ax0]
+
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            cls = expected
+            with R.dataflow():
+                a = R.exp(x)
+                b = R.call_tir_inplace(
+                    cls.add_inplace,
+                    (a, R.const(_WEIGHT_1)),
+                    out_ty=R.Tensor((4,), "float32"),
+                    inplace_indices=[0],
+                )
+                c = R.exp(x)
+                d = R.call_tir_inplace(
+                    cls.add_inplace,
+                    (c, R.const(_WEIGHT_2)),
+                    out_ty=R.Tensor((4,), "float32"),
+                    inplace_indices=[0],
+                )
+                R.output(b, d)
+            return (b, d)
+
+    def test_one_legalization_per_signature(self):
+        """`exp` and `add`: two signatures, whatever the constants hold."""
+        assert use_inplace_calls(self.before)[1].signatures_legalized == 2
+
+
 class TestSoftmaxReducesBeforeItWrites(InplaceCase):
     """Softmax reads its input in reductions that finish before the block writing the output,
     which reads only temporaries: its legalization proves it safe in place (op_pattern 4)."""

@@ -111,18 +111,24 @@ def test_the_memplan_plan_is_the_one_the_build_plans(target, bundled, on_cuda):
 
 def _failing(monkeypatch, run: str) -> None:
     """Make one run of our in-place pass raise inside the memplan pipeline."""
+
+    @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.DataflowUseInplaceCalls")
+    def broken(mod, _ctx):
+        raise ValueError("broken on purpose")
+
+    if run == "before_legalization":
+        # The pipeline builds LegalizeOps as it runs: its replacement runs the in-place pass
+        # inside a pass of the same name (pipeline.py).
+        def legalize(*_args, **_options):
+            return tvm.transform.Sequential([broken], name="tvm_memplan.LegalizeOps")
+
+        monkeypatch.setattr(transform, "LegalizeOpsAfterInplaceCalls", legalize)
+        return
     real = transform.DataflowUseInplaceCalls
 
     def constructor(**options):
         first = options.get("gpu") is False  # pipeline.py: the run before LegalizeOps
-        if first != (run == "before_legalization"):
-            return real(**options)
-
-        @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.DataflowUseInplaceCalls")
-        def broken(mod, _ctx):
-            raise ValueError("broken on purpose")
-
-        return broken
+        return real(**options) if first else broken
 
     monkeypatch.setattr(transform, "DataflowUseInplaceCalls", constructor)
 

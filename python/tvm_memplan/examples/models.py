@@ -4,7 +4,8 @@ Each builder returns ``(IRModule, function name)``; the exported function takes 
 input first and the weights after it (``export_tvm``'s layout), so weights are parameters the
 caller owns, as in a deployed model. Besides small blocks (an MLP, one transformer block, an
 LSTM cell) the zoo holds scaled-down versions of the architectures users deploy: a ResNet, a
-MobileNetV2, a MnasNet, a DenseNet, a U-Net, an Inception network and a vision transformer.
+MobileNetV2, a MnasNet, a RegNet-Y, a DenseNet, a U-Net, an Inception network and a vision
+transformer.
 """
 
 from __future__ import annotations
@@ -280,6 +281,56 @@ class MnasNet(nn.Module):
         return self.head(_global_average_pool(h))
 
 
+class RegNetYBlock(nn.Module):
+    """RegNet-Y's block: a 1x1 convolution, a 3x3 group convolution (groups of `group_width`
+    channels, strided at a stage's start), a squeeze-and-excitation gate, a 1x1 projection and
+    a residual (a strided 1x1 projection when the shape changes)."""
+
+    def __init__(self, inputs: int, outputs: int, stride: int, group_width: int = 8):
+        self.expand = nn.Conv2D(inputs, outputs, 1)
+        self.group = nn.Conv2D(
+            outputs, outputs, 3, stride=stride, padding=1, groups=outputs // group_width
+        )
+        squeezed = max(1, inputs // 4)
+        self.squeeze = nn.Conv2D(outputs, squeezed, 1)
+        self.excite = nn.Conv2D(squeezed, outputs, 1)
+        self.project = nn.Conv2D(outputs, outputs, 1)
+        self.shortcut = (
+            nn.Conv2D(inputs, outputs, 1, stride=stride)
+            if stride != 1 or inputs != outputs
+            else None
+        )
+
+    def forward(self, x: nn.Tensor):
+        h = nn.relu(self.group(nn.relu(self.expand(x))))
+        batch, channels, height, width = h.shape
+        pooled = op.sum(h, axis=[2, 3], keepdims=True) * (1.0 / (height * width))
+        h = self.project(h * op.sigmoid(self.excite(nn.relu(self.squeeze(pooled)))))
+        skip = self.shortcut(x) if self.shortcut is not None else x
+        return nn.relu(h + skip)
+
+
+class RegNetY(ResNet):
+    """RegNet-Y-like (RegNetY-400MF's stages, narrower) at 64x64: a strided stem, four stages of
+    Y blocks, the first of each strided, global average pooling and a classifier (ResNet's
+    skeleton). `repeat` multiplies the blocks per stage (the benchmarks grow the model with
+    it)."""
+
+    # (width, blocks) per stage
+    STAGES = ((16, 1), (32, 2), (64, 4), (128, 1))
+
+    def __init__(self, repeat: int = 1, classes: int = 10):
+        self.stem = nn.Conv2D(3, 16, 3, stride=2, padding=1)
+        blocks = []
+        inputs = 16
+        for width, count in self.STAGES:
+            for index in range(count * repeat):
+                blocks.append(RegNetYBlock(inputs, width, 2 if index == 0 else 1))
+                inputs = width
+        self.blocks = nn.ModuleList(blocks)
+        self.head = nn.Linear(inputs, classes)
+
+
 class DenseBlock(nn.Module):
     """DenseNet's block: every layer sees the concatenation of all earlier feature maps."""
 
@@ -460,6 +511,10 @@ def mnasnet():
     return _export(MnasNet(), (1, 3, 64, 64))
 
 
+def regnet_y(repeat: int = 1):
+    return _export(RegNetY(repeat), (1, 3, 64, 64))
+
+
 def densenet():
     return _export(DenseNet(), (1, 3, 32, 32))
 
@@ -485,6 +540,7 @@ ZOO = {
     "resnet": resnet,
     "mobilenet_v2": mobilenet_v2,
     "mnasnet": mnasnet,
+    "regnet_y": regnet_y,
     "densenet": densenet,
     "unet": unet,
     "inception": inception,

@@ -5,6 +5,7 @@ from .dataflow_use_inplace_calls import (
     DataflowUseInplaceCalls,
     InplaceOptions,
     InplaceStats,
+    LegalizeOpsAfterInplaceCalls,
     use_inplace_calls,
 )
 from .lower_tvm_builtin import LowerTVMBuiltin
@@ -16,6 +17,7 @@ __all__ = [
     "DataflowUseInplaceCalls",
     "InplaceOptions",
     "InplaceStats",
+    "LegalizeOpsAfterInplaceCalls",
     "LowerTVMBuiltin",
     "MemoryPlanOptions",
     "StaticPlanBlockMemory",

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tvm
 import tvm_ffi
 
@@ -45,10 +47,29 @@ def DataflowUseInplaceCalls(
         already bound to threads run in place. ``None``: the target current when the pass runs
         decides (its key ``"gpu"``).
     """
-    options = InplaceOptions(
-        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner, gpu=gpu
+    return _ffi_api.DataflowUseInplaceCalls(
+        InplaceOptions(
+            outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner, gpu=gpu
+        )
     )
-    return _ffi_api.DataflowUseInplaceCalls(options)
+
+
+def LegalizeOpsAfterInplaceCalls(
+    customize_legalize_map: dict[str, Callable] | None = None,
+    skip_ops: list[str] | None = None,
+    enable_warning: bool = False,
+    **inplace_options,
+) -> tvm.transform.Pass:
+    """``DataflowUseInplaceCalls(**inplace_options)`` then TVM's
+    ``LegalizeOps(customize_legalize_map, skip_ops, enable_warning)``, in one pass that
+    legalizes each operator call signature once: the in-place pass ran each signature's
+    ``FLegalize`` to decide, and LegalizeOps takes those legalizations instead of running it
+    again. The result is the module the two passes give in a row; calls whose legalization
+    emitted bindings, and the operators of ``customize_legalize_map``, are legalized by
+    LegalizeOps as usual. The ``"memplan"`` pipelines run it in place of LegalizeOps on CPUs."""
+    return _ffi_api.LegalizeOpsAfterInplaceCalls(
+        InplaceOptions(**inplace_options), customize_legalize_map, skip_ops, enable_warning
+    )
 
 
 @tvm_ffi.register_object("tvm_memplan.relax.InplaceStats")
