@@ -415,9 +415,10 @@ class Analysis {
       // Every candidate in place at the lower bound of every choice: none plans fewer bytes, and
       // both searches below would end there (the shrinking one starts there and only takes
       // strict gains), so nothing is refused.
-      std::optional<int64_t> bound = model.MemplanLowerBound(std::vector<bool>(n, true));
-      if (!bound) return;  // symbolic sizes: the model cannot tell, keep every safe rewrite
-      if (total(std::vector<bool>(n, true)) == *bound) return;
+      std::vector<bool> all(n, true);
+      std::optional<int64_t> bound = model.MemplanLowerBound(all);
+      if (!PlannedBytes(model, all)) return;  // symbolic sizes: keep every safe rewrite
+      if (bound && total(all) == *bound) return;
     }
     std::optional<int64_t> none = PlannedBytes(model, std::vector<bool>(n, false));
     if (!none) return;  // symbolic sizes: the model cannot tell, keep every safe rewrite

@@ -589,9 +589,10 @@ class PlanAnalysis {
    */
   bool CompareWithStock(MemoryPlan* plan, bool run) {
     FunctionMemoryPlanObj& r = *plan->record;
-    std::optional<int64_t> modelled =
-        MemoryPlanModel(PlanSteps(steps_, effects_, PlanBlocks::kPerBindingBlock)).TotalBytes({});
+    MemoryPlanModel model(PlanSteps(steps_, effects_, PlanBlocks::kPerBindingBlock));
+    std::optional<int64_t> modelled = model.TotalBytes({});
     r.stock_model_bytes = modelled.value_or(-1);
+    r.memplan_model_bytes = model.MemplanBytes({}, options_.alignment).value_or(-1);
     bool symbolic =
         r.symbolic_allocations > 0 || std::any_of(allocations_.begin(), allocations_.end(),
                                                   [](const Allocation& a) { return a.symbolic; });

@@ -24,13 +24,13 @@ namespace {
 /*! \brief A binding whose value is not a call. */
 PlanStep NonCallStep(const Step& step, PlanStep plan) {
   plan.kind = PlanStep::Kind::kAlias;
+  plan.reads = step.uses;
   if (step.binding->is_match_cast()) return plan;
   if (IsVar(step.expr) || ir::relax::IsConstant(step.expr) || Is<ir::relax::Tuple>(step.expr) ||
       Is<ir::relax::TupleGetItem>(step.expr)) {
     plan.value = step.expr;
   } else if (Is<ir::relax::Function>(step.expr)) {
     plan.kind = PlanStep::Kind::kOpaque;
-    plan.reads = step.uses;
   }
   return plan;
 }
@@ -60,12 +60,10 @@ PlanStep CallStep(const Step& step, const Call& call, const MemoryEffect& effect
     case Planned::kCopy:
       plan.kind = PlanStep::Kind::kView;
       plan.value = CallOperands(call)[effect.planned_source];
-      plan.reads.clear();
       break;
     case Planned::kView:
       plan.kind = PlanStep::Kind::kView;
       plan.value = call.args()[effect.planned_source];
-      plan.reads.clear();
       break;
     case Planned::kInplace:
       plan.kind = PlanStep::Kind::kAllocate;
@@ -103,8 +101,12 @@ std::vector<PlanStep> PlanSteps(const std::vector<Step>& steps,
         continue;
       }
       case Step::Kind::kIfResult:
-        plan.kind = PlanStep::Kind::kOpaque;  // the stock planner gives an `if` no storage
+        // Either branch result: their storage, which the stock planner gave up on at the
+        // branch results already.
+        plan.kind = PlanStep::Kind::kJoin;
         plan.var = step.binding->var().get();
+        plan.value = step.true_result;
+        plan.alternative = step.false_result;
         break;
       default:
         // Conditions, branch results and the function result: what they read is not planned.
@@ -123,18 +125,36 @@ namespace {
 // StaticPlanBlockMemory reuses a free token whose size is within this factor of the request.
 constexpr int64_t kMatchRange = 16;
 
-/*! \brief The tokens of a value, with its tuple structure. */
+/*! \brief The tokens of a value, with its tuple structure (a value that may be either of
+ *         two values holds the tokens of both). */
 struct TokenTree {
-  int token = -1;
+  std::vector<int> tokens;
   std::shared_ptr<const std::vector<TokenTree>> fields;
 };
 
 template <typename F>
 void ForEachToken(const TokenTree& tree, const F& f) {
-  if (tree.token >= 0) f(tree.token);
+  for (int token : tree.tokens) f(token);
   if (tree.fields) {
     for (const TokenTree& field : *tree.fields) ForEachToken(field, f);
   }
+}
+
+/*! \brief A value that may be `a` or `b`. */
+TokenTree Join(const TokenTree& a, const TokenTree& b) {
+  if (a.fields && b.fields && a.fields->size() == b.fields->size()) {
+    auto fields = std::make_shared<std::vector<TokenTree>>();
+    for (size_t i = 0; i < a.fields->size(); ++i) {
+      fields->push_back(Join((*a.fields)[i], (*b.fields)[i]));
+    }
+    return TokenTree{{}, std::move(fields)};
+  }
+  TokenTree joined;
+  ForEachToken(a, [&](int t) { joined.tokens.push_back(t); });
+  ForEachToken(b, [&](int t) { joined.tokens.push_back(t); });
+  std::sort(joined.tokens.begin(), joined.tokens.end());
+  joined.tokens.erase(std::unique(joined.tokens.begin(), joined.tokens.end()), joined.tokens.end());
+  return joined;
 }
 
 /*! \brief The pool a token is reused from: its storage scope and dtype. */
@@ -162,10 +182,11 @@ struct MemoryPlanModel::Event {
   std::vector<int> outputs;
   int candidate = -1;
   /*!
-   * \brief In place: the token the output shares (resolved through earlier in-place steps), or
-   *        -1 when the reused tensor is not one the planner manages (then neither is the output).
+   * \brief In place: the tokens the output shares (resolved through earlier in-place steps):
+   *        several when the reused tensor may be either of several (an `if` result), none when
+   *        it is not one the planner manages (then neither is the output).
    */
-  int source = -1;
+  std::vector<int> sources;
   bool always_in_place = false;
   bool counts_own_output = true;
   bool returns = false;
@@ -185,7 +206,7 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
     if (std::optional<ir::relax::Tuple> tuple = As<ir::relax::Tuple>(expr)) {
       auto fields = std::make_shared<std::vector<TokenTree>>();
       for (const ObjectRef& field : tuple->fields()) fields->push_back(eval(field));
-      return TokenTree{-1, std::move(fields)};
+      return TokenTree{{}, std::move(fields)};
     }
     if (std::optional<ir::relax::TupleGetItem> get = As<ir::relax::TupleGetItem>(expr)) {
       TokenTree tuple = eval(get->tuple());
@@ -216,7 +237,7 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
     PoolKey key{step.scope, dtype.code, dtype.bits, dtype.lanes};
     int pool = pools.emplace(key, static_cast<int>(pools.size())).first->second;
     tokens_.push_back(Token{*bytes, pool, step.block, static_cast<int>(events_.size())});
-    tree->token = static_cast<int>(tokens_.size() - 1);
+    tree->tokens = {static_cast<int>(tokens_.size() - 1)};
     return true;
   };
   auto leaves = [](const TokenTree& tree, std::vector<int>* out) {
@@ -235,10 +256,13 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
         for (const Object* read : step.reads) leaves(lookup(read), &event.reads);
         event.candidate = step.candidate;
         if (step.inplace_source) {
-          std::vector<int> source;
-          leaves(lookup(step.inplace_source), &source);
-          if (source.size() == 1) event.source = source[0];
+          leaves(lookup(step.inplace_source), &event.sources);
+          std::sort(event.sources.begin(), event.sources.end());
+          event.sources.erase(std::unique(event.sources.begin(), event.sources.end()),
+                              event.sources.end());
           event.always_in_place = step.candidate < 0;
+          // The output then keeps every tensor it may be alive: the peak may grow.
+          if (step.candidate >= 0 && event.sources.size() > 1) bound_monotone_ = false;
         }
         if (event.always_in_place) {
           env[step.var] = lookup(step.inplace_source);
@@ -258,7 +282,12 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
       }
       case PlanStep::Kind::kView:
       case PlanStep::Kind::kAlias:
+        // Reads that keep a tensor alive (our planner), but are no call argument (TVM's).
+        for (const Object* read : step.reads) leaves(lookup(read), &event.reads);
         env[step.var] = eval(step.value);
+        break;
+      case PlanStep::Kind::kJoin:
+        env[step.var] = Join(eval(step.value), eval(step.alternative));
         break;
       case PlanStep::Kind::kOpaque:
       case PlanStep::Kind::kEscape:
@@ -279,23 +308,35 @@ bool MemoryPlanModel::IsInPlace(const Event& e, const std::vector<bool>& in_plac
           in_place[e.candidate]);
 }
 
-std::vector<int> MemoryPlanModel::Representatives(const std::vector<bool>& in_place) const {
-  // An in-place output is the token of its source (itself maybe an in-place output); -1 when
-  // the source is storage the planner does not manage.
-  std::vector<int> rep(tokens_.size());
-  for (size_t t = 0; t < rep.size(); ++t) rep[t] = static_cast<int>(t);
+MemoryPlanModel::Representatives MemoryPlanModel::Represent(
+    const std::vector<bool>& in_place) const {
+  // An in-place output is the token of its source (itself maybe an in-place output), or the
+  // set of tokens its source may be, or none when the source is storage the planner does not
+  // manage.
+  Representatives reps;
+  reps.rep.resize(tokens_.size());
+  for (size_t t = 0; t < reps.rep.size(); ++t) reps.rep[t] = static_cast<int>(t);
   for (const Event& e : events_) {
-    if (!e.always_in_place && IsInPlace(e, in_place)) {
-      rep[e.outputs[0]] = e.source < 0 ? -1 : rep[e.source];
+    if (e.always_in_place || !IsInPlace(e, in_place)) continue;
+    std::vector<int> set;
+    for (int source : e.sources) reps.ForEach(source, [&](int t) { set.push_back(t); });
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+    int& rep = reps.rep[e.outputs[0]];
+    if (set.size() <= 1) {
+      rep = set.empty() ? -1 : set[0];
+    } else {
+      rep = -2 - static_cast<int>(reps.sets.size());
+      reps.sets.push_back(std::move(set));
     }
   }
-  return rep;
+  return reps;
 }
 
 std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_place) const {
   if (!valid_) return std::nullopt;
   size_t n = tokens_.size();
-  std::vector<int> rep = Representatives(in_place);
+  Representatives reps = Represent(in_place);
 
   // Stage 1: reference counts over PrimFunc arguments, and tokens left unplanned.
   std::vector<int> refs(n, 0);
@@ -304,11 +345,11 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
     switch (e.kind) {
       case PlanStep::Kind::kAllocate:
         for (int read : e.reads) {
-          int t = rep[read];
-          if (t < 0) continue;
-          // The planner plans one block at a time: a token read in another block is given up.
-          if (tokens_[t].block != e.block) planned[t] = 0;
-          ++refs[t];
+          reps.ForEach(read, [&](int t) {
+            // The planner plans one block at a time: a token read in another block is given up.
+            if (tokens_[t].block != e.block) planned[t] = 0;
+            ++refs[t];
+          });
         }
         if (!IsInPlace(e, in_place) && e.counts_own_output) {
           for (int t : e.outputs) ++refs[t];  // the output is an argument of its own call
@@ -316,9 +357,7 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
         break;
       case PlanStep::Kind::kOpaque:
       case PlanStep::Kind::kEscape:
-        for (int read : e.reads) {
-          if (rep[read] >= 0) planned[rep[read]] = 0;
-        }
+        for (int read : e.reads) reps.ForEach(read, [&](int t) { planned[t] = 0; });
         break;
       default:
         break;
@@ -361,7 +400,7 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
     storage_of[t] = storage;
   };
   auto use = [&](int t) {
-    if (t < 0 || !planned[t] || storage_of[t] < 0) return;
+    if (!planned[t] || storage_of[t] < 0) return;
     Storage& storage = storages[storage_of[t]];
     if (--storage.refs == 0) {
       pools[tokens_[t].pool].emplace(storage.bytes, storage_of[t]);
@@ -379,7 +418,7 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
         }
       }
     }
-    for (int read : e.reads) use(rep[read]);
+    for (int read : e.reads) reps.ForEach(read, use);
     if (fresh && e.counts_own_output) {
       for (int t : e.outputs) use(t);
     }
@@ -392,36 +431,33 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
 MemoryPlanModel::MemplanItems MemoryPlanModel::MemplanInput(
     const std::vector<bool>& in_place) const {
   size_t n = tokens_.size();
-  std::vector<int> rep = Representatives(in_place);
+  Representatives reps = Represent(in_place);
   // Lifetimes over event indices, and the tokens that leave planning.
   std::vector<int64_t> first(n, -1), last(n, -1);
   std::vector<char> planned(n, 1);
   for (size_t t = 0; t < n; ++t) {
-    int r = rep[t];
-    if (r < 0) continue;
     int64_t step = tokens_[t].event;
-    first[r] = first[r] < 0 ? step : std::min(first[r], step);
-    last[r] = std::max(last[r], step);
+    reps.ForEach(static_cast<int>(t), [&](int r) {
+      first[r] = first[r] < 0 ? step : std::min(first[r], step);
+      last[r] = std::max(last[r], step);
+    });
   }
   for (size_t i = 0; i < events_.size(); ++i) {
     const Event& e = events_[i];
+    // An `if` condition or branch result is a read like any other: the `if` variable is
+    // either branch result (kJoin), so its later reads extend what both refer to.
+    bool leaves_planning = (e.kind == PlanStep::Kind::kEscape && e.returns) ||
+                           (e.kind == PlanStep::Kind::kOpaque && e.escapes);
     for (int read : e.reads) {
-      int t = rep[read];
-      if (t < 0) continue;
-      last[t] = std::max(last[t], static_cast<int64_t>(i));
-      if ((e.kind == PlanStep::Kind::kEscape && e.returns) ||
-          (e.kind == PlanStep::Kind::kOpaque && e.escapes)) {
-        planned[t] = 0;
-      } else if (e.kind == PlanStep::Kind::kEscape) {
-        // An `if` condition or branch result: the steps do not say where the `if` variable is
-        // read later, so the token may be read until the end.
-        last[t] = static_cast<int64_t>(events_.size());
-      }
+      reps.ForEach(read, [&](int t) {
+        last[t] = std::max(last[t], static_cast<int64_t>(i));
+        if (leaves_planning) planned[t] = 0;
+      });
     }
   }
   MemplanItems out;
   for (size_t t = 0; t < n; ++t) {
-    if (rep[t] != static_cast<int>(t)) continue;  // shares its source's storage
+    if (reps.rep[t] != static_cast<int>(t)) continue;  // shares its source's storage
     if (!planned[t]) {
       out.unplanned += tokens_[t].bytes;
     } else {
@@ -439,7 +475,7 @@ std::optional<int64_t> MemoryPlanModel::MemplanBytes(const std::vector<bool>& in
 }
 
 std::optional<int64_t> MemoryPlanModel::MemplanLowerBound(const std::vector<bool>& in_place) const {
-  if (!valid_) return std::nullopt;
+  if (!valid_ || !bound_monotone_) return std::nullopt;
   MemplanItems input = MemplanInput(in_place);
   return input.unplanned + PeakLiveBytes(input.items);
 }

@@ -56,10 +56,12 @@ struct PlanStep {
   enum class Kind {
     /*! \brief A PrimFunc call: allocates its outputs, unless it runs in place. */
     kAllocate,
-    /*! \brief A view of `value` (a var): shares its storage, reads nothing. */
+    /*! \brief A view of `value` (a var): shares its storage. */
     kView,
     /*! \brief `var = value` where value is a var, a tuple or a tuple item: shares storage. */
     kAlias,
+    /*! \brief The merge of an `if`: var is `value` or `alternative` (the branch results). */
+    kJoin,
     /*! \brief A call the planner does not see into: what it reads is not planned. */
     kOpaque,
     /*! \brief `reads` reach the function result or an `if`: they are not planned. */
@@ -73,9 +75,14 @@ struct PlanStep {
   const Object* var = nullptr;
   /*! \brief kAllocate: the result type (a tensor or a tuple of tensors). */
   ObjectRef type;
-  /*! \brief kView: the viewed variable; kAlias: the bound expression. */
+  /*! \brief kView: the viewed variable; kAlias: the bound expression; kJoin: the then branch's
+   *         result. */
   ObjectRef value;
-  /*! \brief Variables read as call arguments (kAllocate) or leaving planning. */
+  /*! \brief kJoin: the else branch's result. */
+  ObjectRef alternative;
+  /*! \brief Variables the step reads: call arguments (kAllocate), what leaves planning
+   *         (kOpaque, kEscape), or what a view or alias reads (which keeps it alive in our
+   *         planner, but is no use in TVM's: only call arguments are). */
   std::vector<const Object*> reads;
   /*! \brief kAllocate: the in-place candidate this call is, or -1. */
   int candidate = -1;
@@ -136,7 +143,9 @@ class MemoryPlanModel {
    *        planned tensors live at one program point. Running one more candidate in place never
    *        raises it (the output takes the storage of an input of its size that is read at that
    *        step, so their lifetimes join without overlapping), so when MemplanBytes reaches it
-   *        with every candidate in place, no choice of candidates plans fewer bytes.
+   *        with every candidate in place, no choice of candidates plans fewer bytes. nullopt
+   *        when a size is symbolic, or when a candidate reuses a tensor that may be either of
+   *        several (an `if` result): its output keeps them all alive, which may raise the bound.
    */
   std::optional<int64_t> MemplanLowerBound(const std::vector<bool>& in_place) const;
 
@@ -149,14 +158,30 @@ class MemoryPlanModel {
     int64_t unplanned = 0;
   };
   MemplanItems MemplanInput(const std::vector<bool>& in_place) const;
-  /*! \brief Per token, the token it is after the in-place steps chosen by `in_place` (-1: storage
-   *         the planner does not manage). */
-  std::vector<int> Representatives(const std::vector<bool>& in_place) const;
+  /*! \brief Per token, what it is after the in-place steps chosen by `in_place`. */
+  struct Representatives {
+    /*! \brief A token, -1 (storage the planner does not manage) or -2 - k (the tokens of
+     *         sets[k]: an in-place output whose input may be either of several). */
+    std::vector<int> rep;
+    std::vector<std::vector<int>> sets;
+    template <typename F>
+    void ForEach(int token, const F& f) const {
+      int r = rep[token];
+      if (r >= 0) {
+        f(r);
+      } else if (r <= -2) {
+        for (int t : sets[-2 - r]) f(t);
+      }
+    }
+  };
+  Representatives Represent(const std::vector<bool>& in_place) const;
   bool IsInPlace(const Event& event, const std::vector<bool>& in_place) const;
   std::vector<Token> tokens_;
   std::vector<Event> events_;
   int num_pools_ = 0;
   bool valid_ = true;
+  /*! \brief Whether running a candidate in place never raises MemplanLowerBound. */
+  bool bound_monotone_ = true;
 };
 
 }  // namespace relax

@@ -96,6 +96,15 @@ def test_memplan_lower_bound_bounds_every_choice(seed):
         if d.inplace
     ]
     bound = inplace_modelled_lower_bound(mod["main"], mod, safe)
+    if bound is None:
+        # The model gives no bound where a candidate reuses an `if` result: the output keeps
+        # both branches' tensors alive, which may raise the peak (4 of these 30 programs).
+        branches = []
+        tvm.relax.analysis.post_order_visit(
+            mod["main"], lambda e: branches.append(e) if isinstance(e, tvm.relax.If) else None
+        )
+        assert branches
+        return
     rng = random.Random(seed)
     for _ in range(6):
         chosen = [binding for binding in safe if rng.random() < 0.5]

@@ -75,6 +75,20 @@ def test_the_stock_model_predicts_the_stock_planner(seed):
         assert plan.stock_model_bytes == plan.stock_bytes
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_memplan_model_predicts_our_planner(seed):
+    """The model the in-place pass judges its rewrites by, without planning, predicts our
+    planner's bytes (copy-free concatenation, which the model does not know, off)."""
+    for plan in memory_plan(random_module(seed, branch_chains=True), copy_free_concat=False):
+        assert plan.memplan_model_bytes == plan.planned_bytes
+
+
+@pytest.mark.parametrize("model", sorted(ZOO))
+def test_the_memplan_model_predicts_our_planner_on_the_zoo(model):
+    (plan,) = memory_plan(ZOO[model]()[0], copy_free_concat=False)
+    assert plan.memplan_model_bytes == plan.planned_bytes
+
+
 @pytest.mark.parametrize("model", sorted(ZOO))
 def test_zoo_plans(model):
     """On every model of the zoo: the invariants, ours at the bound (within alignment padding),
