@@ -2,7 +2,7 @@
 scheduled workload allocates after compaction, and the pass time on large generated functions.
 
 (a) Allocated bytes after each pass on the scheduled workloads of
-    tvm_memplan.examples.workloads, block TIR prepared by the passes the s_tir pipeline runs
+    zoo.workloads, block TIR prepared by the passes the s_tir pipeline runs
     before compaction.
 (b) Pass time on generated functions of 500 and 5000 blocks (median of several runs).
 
@@ -18,11 +18,11 @@ import statistics
 import time
 
 import tvm
+from _zoo import workloads  # zoo/ (bench/_zoo.py)
 from tvm import s_tir, tirx
 
 import tvm_memplan
 from tvm_memplan import testing
-from tvm_memplan.examples.workloads import WORKLOADS, before_compaction
 from tvm_memplan.transform import CompactBufferAllocation
 
 
@@ -33,8 +33,8 @@ def _bytes(mod: tvm.IRModule) -> int:
 def bytes_table() -> list[tuple[str, int, int, int]]:
     ours, stock = CompactBufferAllocation(), s_tir.transform.CompactBufferAllocation()
     rows = []
-    for name, workload in WORKLOADS.items():
-        mod = before_compaction(workload.build())
+    for name, workload in workloads.WORKLOADS.items():
+        mod = workloads.before_compaction(workload.build())
         rows.append((name, _bytes(mod), _bytes(stock(mod)), _bytes(ours(mod))))
     return rows
 

@@ -31,10 +31,10 @@ from collections.abc import Callable
 
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
 import tvm_memplan
-from tvm_memplan.examples import models
 
 TARGET = "llvm"
 # The real networks of (a) and (c) under --torchvision.

@@ -2,7 +2,7 @@
 keeping every copy and against TVM's planner, in one process: planned bytes, the bound, how many
 concatenations become copy-free, the bytes of whole builds, identical results, and the run time.
 
-Models: the zoo's DenseNet, U-Net and Inception (tvm_memplan.examples.models); with
+Models: the zoo's DenseNet, U-Net and Inception (zoo.models); with
 ``--torchvision``, torchvision densenet121 and googlenet at 64x64 and densenet121 at 224x224
 (needs torch and torchvision).
 
@@ -33,12 +33,12 @@ from dataclasses import dataclass
 
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+from _zoo import models  # zoo/ (bench/_zoo.py)
 from runtime import timed_rounds
 from tvm import relax
 
 import tvm_memplan
 from tvm_memplan.analysis import memory_plan, storage_after_planning
-from tvm_memplan.examples import models
 from tvm_memplan.testing import identical_relax_results, relax_inputs
 
 TARGET = "llvm"

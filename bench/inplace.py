@@ -1,7 +1,7 @@
 """DataflowUseInplaceCalls, tvm_memplan's pass against TVM's in one process: in-place
 conversions, planned bytes and identical results on every model of the zoo, and the pass time.
 
-For every model of the zoo (tvm_memplan.examples.models) and three variants (no in-place pass, TVM's
+For every model of the zoo (zoo.models) and three variants (no in-place pass, TVM's
 stock pass, ours) it prints:
 
 - conversions: bindings rewritten to ``R.call_tir_inplace``;
@@ -25,11 +25,11 @@ import sys
 import time
 
 import tvm
+from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
 import tvm_memplan
 from tvm_memplan.analysis import planned_storage
-from tvm_memplan.examples import models
 from tvm_memplan.testing import identical_relax_results, relax_inputs, relax_vm
 
 

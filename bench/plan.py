@@ -33,12 +33,12 @@ import time
 
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+from _zoo import models  # zoo/ (bench/_zoo.py)
 from inplace import count_calls
 from tvm import relax
 
 import tvm_memplan
 from tvm_memplan.analysis import memory_plan, planner_input, storage_after_planning
-from tvm_memplan.examples import models
 from tvm_memplan.instrument import capture
 from tvm_memplan.testing import device_kernel_names, identical_relax_results, relax_inputs
 

@@ -21,10 +21,10 @@ import time
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import numpy as np
 import tvm
+from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
 import tvm_memplan
-from tvm_memplan.examples import models
 from tvm_memplan.testing import relax_inputs, run_relax
 
 TARGET = "llvm"

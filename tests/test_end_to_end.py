@@ -1,5 +1,5 @@
-"""End to end: every model of the zoo (tvm_memplan.examples.models) and every CPU workload
-(tvm_memplan.examples.workloads), compiled with the stock pipelines (``tvm.compile``) and with
+"""End to end: every model of the zoo (zoo.models) and every CPU workload
+(zoo.workloads), compiled with the stock pipelines (``tvm.compile``) and with
 ours (``tvm_memplan.compile``) for ``llvm`` and for ``c`` (exported with gcc, loaded back, run),
 computes bit-identical outputs from the same random inputs; and the ``"memplan"`` builds really
 ran our passes, with effects the stock builds do not have.
@@ -22,8 +22,6 @@ import tvm
 
 import tvm_memplan
 from tvm_memplan.analysis import storage_after_planning
-from tvm_memplan.examples.models import ZOO
-from tvm_memplan.examples.workloads import WORKLOADS
 from tvm_memplan.testing import (
     allocated_bytes,
     c_workspace_allocations,
@@ -31,6 +29,8 @@ from tvm_memplan.testing import (
     relax_inputs,
     run_relax,
 )
+from zoo.models import ZOO
+from zoo.workloads import WORKLOADS
 
 TARGETS = ("llvm", "c")
 PIPELINES = {"stock": tvm.compile, "memplan": tvm_memplan.compile}

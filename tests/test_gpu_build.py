@@ -20,10 +20,10 @@ from tvm.script import relax as R
 
 import tvm_memplan
 from tvm_memplan.analysis import storage_after_planning
-from tvm_memplan.examples.models import ZOO
-from tvm_memplan.examples.workloads import WORKLOADS
 from tvm_memplan.instrument import capture
 from tvm_memplan.testing import device_kernel_names
+from zoo.models import ZOO
+from zoo.workloads import WORKLOADS
 
 sys.path.insert(0, str(Path(__file__).parent / "relax"))
 from random_relax import random_module  # noqa: E402

@@ -346,7 +346,7 @@ def test_a_substitution_that_never_happens_is_an_error(monkeypatch):
 
 
 def _relax_model():
-    from tvm_memplan.examples.models import ZOO
+    from zoo.models import ZOO
 
     return ZOO["small_cnn"]()[0]
 

@@ -4,7 +4,7 @@ import pytest
 import tvm
 
 import tvm_memplan
-from tvm_memplan.examples.models import ZOO
+from zoo.models import ZOO
 
 
 def _stages(directory, pass_name):

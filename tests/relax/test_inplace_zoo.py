@@ -6,8 +6,8 @@ import pytest
 import tvm
 
 from tvm_memplan.analysis import planned_storage
-from tvm_memplan.examples import models
 from tvm_memplan.transform import DataflowUseInplaceCalls
+from zoo import models
 
 # The zoo, and smaller inputs or widths of the nets where an earlier version planned more.
 CASES = dict(models.ZOO) | {

@@ -14,9 +14,9 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 
 import tvm_memplan
-from tvm_memplan.examples.models import ZOO
 from tvm_memplan.testing import assert_same_relax_results
 from tvm_memplan.transform import DataflowUseInplaceCalls, LegalizeOpsAfterInplaceCalls
+from zoo.models import ZOO
 
 sys.path.insert(0, str(Path(__file__).parent))
 from random_relax import random_module  # noqa: E402

@@ -7,8 +7,8 @@ from random_relax import random_module
 from tvm import relax
 
 from tvm_memplan.analysis import memory_plan, planner_input
-from tvm_memplan.examples.models import ZOO
 from tvm_memplan.testing import assert_same_relax_results, relax_vm
+from zoo.models import ZOO
 
 SEEDS = range(40)
 

@@ -16,9 +16,9 @@ from test_html import Page
 from tvm.script import ir as I
 from tvm.script import relax as R
 
-from tvm_memplan.examples import models
 from tvm_memplan.report import build_report, check_fit, render_html, render_text, run_report
 from tvm_memplan.report.views import LIFTS, concat_rows, lift
+from zoo import models
 
 LLVM = tvm.target.Target({"kind": "llvm"})
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -16,8 +16,8 @@ from browser import Browser, chromium
 from png import colors
 
 from tvm_memplan.cli import main, parse_budgets
-from tvm_memplan.examples import models
 from tvm_memplan.report import build_report, render_html, run_report
+from zoo import models
 
 TWO_FUNCTIONS = """
 from tvm.script import ir as I

@@ -14,9 +14,9 @@ from test_html import Page, _resolve
 import tvm_memplan
 from tvm_memplan import transform
 from tvm_memplan.analysis import storage_after_planning
-from tvm_memplan.examples import models
 from tvm_memplan.instrument import capture
 from tvm_memplan.report import build_report, render_html, render_text, run_report
+from zoo import models
 
 CUDA = tvm.target.Target({"kind": "cuda"})
 LLVM = tvm.target.Target({"kind": "llvm"})

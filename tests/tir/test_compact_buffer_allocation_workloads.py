@@ -1,4 +1,4 @@
-"""The scheduled workloads (tvm_memplan.examples.workloads): same results on CPU, never more
+"""The scheduled workloads (zoo.workloads): same results on CPU, never more
 bytes than stock."""
 
 import re
@@ -7,8 +7,8 @@ import pytest
 import tvm
 
 from tvm_memplan import testing
-from tvm_memplan.examples.workloads import WORKLOADS, before_compaction
 from tvm_memplan.transform import CompactBufferAllocation
+from zoo.workloads import WORKLOADS, before_compaction
 
 CPU = sorted(name for name, w in WORKLOADS.items() if not w.gpu)
 GPU = sorted(name for name, w in WORKLOADS.items() if w.gpu)
