@@ -46,6 +46,7 @@ __all__ = [
     "memplan_relax_pipeline",
     "relax_pipeline",
     "stock_relax_pipeline",
+    "substituted",
 ]
 
 PIPELINE_NAME = "memplan"
@@ -122,11 +123,13 @@ _STOCK_CHANGED = "the stock pipeline of this TVM no longer builds it through tha
 
 
 @contextlib.contextmanager
-def _substituted(
+def substituted(
     substitutions: tuple[Substitution, ...], pipeline: str, missing: str = _STOCK_CHANGED
 ):
-    """Within the block, on this thread, the constructors build our passes; the block receives
-    the set of substitutions made (keys). When the block ends normally, a substitution that was
+    """Within the block, on this thread, the stock pass constructors of `substitutions` build
+    ours: how the "memplan" pipelines run TVM's own pipelines, and how a caller (as
+    ``tvm_memplan.testing``) runs one with chosen passes replaced. The block receives the set
+    of substitutions made (keys). When the block ends normally, a substitution that was
     required but never happened is an error naming `pipeline` and saying `missing`."""
     with _lock:
         for s in substitutions:
@@ -171,12 +174,12 @@ def memplan_pipeline(**kwargs):
 
     @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanPipeline")
     def main(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
-        with _substituted(MAIN_SUBSTITUTIONS, f'TIR pipeline (from "{STOCK_PIPELINE}")'):
+        with substituted(MAIN_SUBSTITUTIONS, f'TIR pipeline (from "{STOCK_PIPELINE}")'):
             mod = stock_main(mod)
         return mod
 
     def finalize_host_passes():
-        with _substituted(HOST_FINALIZE_SUBSTITUTIONS, "TIR host finalization"):
+        with substituted(HOST_FINALIZE_SUBSTITUTIONS, "TIR host finalization"):
             passes = stock_finalize_host()
         return passes
 
@@ -387,7 +390,7 @@ def relax_pipeline(base="default", *, planner_options: dict | None = None) -> tv
         substitutions = RELAX_SUBSTITUTIONS
         if planner_options is not None:
             substitutions = _with_planner_options(substitutions, planner_options)
-        with _substituted(substitutions, "Relax pipeline", missing) as used:
+        with substituted(substitutions, "Relax pipeline", missing) as used:
             for p in passes:
                 mod = _replace_built_passes(p, used, replacements)(mod)
         return mod

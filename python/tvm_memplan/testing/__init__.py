@@ -64,7 +64,7 @@ def run_prim_func(func: tvm.tirx.PrimFunc, args: list[np.ndarray], target: str =
     """Compile `func` alone, by TVM's pipeline without its buffer compaction (so the result is
     that of `func` as given), and run it on copies of `args`; returns the arrays after the
     call."""
-    with pipeline._substituted(_NO_COMPACTION, "reference TIR pipeline"):
+    with pipeline.substituted(_NO_COMPACTION, "reference TIR pipeline"):
         lib = tvm.compile(
             tvm.IRModule({"main": _named(func)}),
             target=target,
@@ -196,7 +196,7 @@ def compile_with_planner(mod: tvm.IRModule, target="llvm", planner: str = "stock
         with tvm.transform.PassContext(disabled_pass=["StaticPlanBlockMemory"]):
             return tvm.compile(mod, target=target)
     if planner == "memplan":
-        with pipeline._substituted(pipeline.PLANNER_SUBSTITUTIONS, "Relax pipeline"):
+        with pipeline.substituted(pipeline.PLANNER_SUBSTITUTIONS, "Relax pipeline"):
             executable = tvm.compile(mod, target=target)
         return executable
     raise ValueError(f"planner must be one of {PLANNERS}, got {planner!r}")

@@ -32,6 +32,8 @@ class CompareBeforeAfter:
     expected = None
     #: Set to the reason to record a known gap (the comparison must then fail).
     xfail: str | None = None
+    #: Compare free variables (symbolic shape variables bound nowhere) by position.
+    map_free_vars = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -52,7 +54,7 @@ class CompareBeforeAfter:
 
     def compare(self, actual, expected) -> None:
         try:
-            tvm.ir.assert_structural_equal(actual, expected)
+            tvm.ir.assert_structural_equal(actual, expected, map_free_vars=self.map_free_vars)
         except ValueError as err:
             raise AssertionError(
                 f"{type(self).__name__}: the pass's output differs from `expected`.\n"
