@@ -20,7 +20,7 @@ from tvm.script import tirx as T
 
 from tvm_memplan.analysis import inplace_candidates
 from tvm_memplan.testing import assert_same_relax_results, relax_inputs, relax_vm, run_relax
-from tvm_memplan.testing.compare import CompareBeforeAfter
+from tvm_memplan.testing.compare import CompareBeforeAfter, relax_module
 from tvm_memplan.transform import DataflowUseInplaceCalls, use_inplace_calls
 
 
@@ -286,6 +286,54 @@ _WEIGHT_1 = np.linspace(-1, 1, 4, dtype="float32")
 _WEIGHT_2 = np.linspace(2, 3, 4, dtype="float32")
 
 
+@I.ir_module
+class Float4Kernels:
+    """The in-place PrimFuncs LegalizeOps and the pass make of float32[4] operators, written once
+    for the cases below (``_with_kernels`` takes those a case's module holds)."""
+
+    @T.prim_func(private=True, s_tir=True)
+    def add_inplace(a: T.Buffer((T.int64(4),), "float32"), b: T.Buffer((T.int64(4),), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        for ax0 in range(T.int64(4)):
+            with T.sblock("T_add"):
+                v_ax0 = T.axis.spatial(T.int64(4), ax0)
+                T.reads(a[v_ax0], b[v_ax0])
+                T.writes(a[v_ax0])
+                a[v_ax0] = a[v_ax0] + b[v_ax0]
+
+    @T.prim_func(private=True, s_tir=True)
+    def multiply_inplace(
+        a: T.Buffer((T.int64(4),), "float32"), b: T.Buffer((T.int64(4),), "float32")
+    ):
+        T.func_attr({"tirx.noalias": True})
+        for ax0 in range(T.int64(4)):
+            with T.sblock("T_multiply"):
+                v_ax0 = T.axis.spatial(T.int64(4), ax0)
+                T.reads(a[v_ax0], b[v_ax0])
+                T.writes(a[v_ax0])
+                a[v_ax0] = a[v_ax0] * b[v_ax0]
+
+    @T.prim_func(private=True, s_tir=True)
+    def tir_tanh_inplace(a: T.Buffer((T.int64(4),), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        for i0 in range(T.int64(4)):
+            with T.sblock("compute"):
+                v_i0 = T.axis.spatial(T.int64(4), i0)
+                T.reads(a[v_i0])
+                T.writes(a[v_i0])
+                a[v_i0] = T.tanh(a[v_i0])
+
+
+ADD_INPLACE = Float4Kernels.get_global_var("add_inplace")
+MULTIPLY_INPLACE = Float4Kernels.get_global_var("multiply_inplace")
+TANH_INPLACE = Float4Kernels.get_global_var("tir_tanh_inplace")
+
+
+def _with_kernels(main, *kernels: tvm.ir.GlobalVar) -> tvm.IRModule:
+    """`main` with the shared kernels `kernels` (those the pass adds in the case)."""
+    return relax_module(tvm.IRModule({gv: Float4Kernels[gv] for gv in kernels}), main=main)
+
+
 class TestTensorConstantsShareALegalization(InplaceCase):
     """Two calls over different tensor constants of one type share one legalization (the
     constants are arguments of the PrimFunc, as variables are), and each in-place call passes
@@ -303,40 +351,27 @@ class TestTensorConstantsShareALegalization(InplaceCase):
                 R.output(b, d)
             return (b, d)
 
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True, s_tir=True)
-        def add_inplace(
-            a: T.Buffer((T.int64(4),), "float32"), const0: T.Buffer((T.int64(4),), "float32")
-        ):
-            T.func_attr({"tirx.noalias": True})
-            for ax0 in range(T.int64(4)):
-                with T.sblock("T_add"):
-                    v_ax0 = T.axis.spatial(T.int64(4), ax0)
-                    T.reads(a[v_ax0], const0[v_ax0])
-                    T.writes(a[v_ax0])
-                    a[v_ax0] = a[v_ax0] + const0[v_ax0]
+    @R.function
+    def _expected(x: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.call_tir_inplace(
+                ADD_INPLACE,
+                (a, R.const(_WEIGHT_1)),
+                out_ty=R.Tensor((4,), "float32"),
+                inplace_indices=[0],
+            )
+            c = R.exp(x)
+            d = R.call_tir_inplace(
+                ADD_INPLACE,
+                (c, R.const(_WEIGHT_2)),
+                out_ty=R.Tensor((4,), "float32"),
+                inplace_indices=[0],
+            )
+            R.output(b, d)
+        return (b, d)
 
-        @R.function
-        def main(x: R.Tensor((4,), "float32")):
-            cls = expected
-            with R.dataflow():
-                a = R.exp(x)
-                b = R.call_tir_inplace(
-                    cls.add_inplace,
-                    (a, R.const(_WEIGHT_1)),
-                    out_ty=R.Tensor((4,), "float32"),
-                    inplace_indices=[0],
-                )
-                c = R.exp(x)
-                d = R.call_tir_inplace(
-                    cls.add_inplace,
-                    (c, R.const(_WEIGHT_2)),
-                    out_ty=R.Tensor((4,), "float32"),
-                    inplace_indices=[0],
-                )
-                R.output(b, d)
-            return (b, d)
+    expected = _with_kernels(_expected, ADD_INPLACE)
 
     def test_one_legalization_per_signature(self):
         """`exp` and `add`: two signatures, whatever the constants hold."""
@@ -427,48 +462,22 @@ class TestOutsideDataflowAndAcrossBlocks(InplaceCase):
                 R.output(c)
             return c
 
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True, s_tir=True)
-        def multiply_inplace(
-            b: T.Buffer((T.int64(4),), "float32"), y: T.Buffer((T.int64(4),), "float32")
-        ):
-            T.func_attr({"tirx.noalias": True})
-            for ax0 in range(T.int64(4)):
-                with T.sblock("T_multiply"):
-                    v_ax0 = T.axis.spatial(T.int64(4), ax0)
-                    T.reads(b[v_ax0], y[v_ax0])
-                    T.writes(b[v_ax0])
-                    b[v_ax0] = b[v_ax0] * y[v_ax0]
-
-        @T.prim_func(private=True, s_tir=True)
-        def tir_tanh_inplace(a: T.Buffer((T.int64(4),), "float32")):
-            T.func_attr({"tirx.noalias": True})
-            for i0 in range(T.int64(4)):
-                with T.sblock("compute"):
-                    v_i0 = T.axis.spatial(T.int64(4), i0)
-                    T.reads(a[v_i0])
-                    T.writes(a[v_i0])
-                    a[v_i0] = T.tanh(a[v_i0])
-
-        @R.function
-        def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):
-            cls = expected
-            with R.dataflow():
-                a = R.add(x, y)
-                R.output(a)
-            b = R.call_tir_inplace(
-                cls.tir_tanh_inplace, (a,), out_ty=R.Tensor((4,), "float32"), inplace_indices=[0]
+    @R.function
+    def _expected(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.add(x, y)
+            R.output(a)
+        b = R.call_tir_inplace(
+            TANH_INPLACE, (a,), out_ty=R.Tensor((4,), "float32"), inplace_indices=[0]
+        )
+        with R.dataflow():
+            c = R.call_tir_inplace(
+                MULTIPLY_INPLACE, (b, y), out_ty=R.Tensor((4,), "float32"), inplace_indices=[0]
             )
-            with R.dataflow():
-                c = R.call_tir_inplace(
-                    cls.multiply_inplace,
-                    (b, y),
-                    out_ty=R.Tensor((4,), "float32"),
-                    inplace_indices=[0],
-                )
-                R.output(c)
-            return c
+            R.output(c)
+        return c
+
+    expected = _with_kernels(_expected, MULTIPLY_INPLACE, TANH_INPLACE)
 
 
 class TestKeepsBindingsOutsideDataflowWhenAsked(InplaceCase):
@@ -477,36 +486,20 @@ class TestKeepsBindingsOutsideDataflowWhenAsked(InplaceCase):
     options = {"outside_dataflow": False}
     before = TestOutsideDataflowAndAcrossBlocks.before
 
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True, s_tir=True)
-        def multiply_inplace(
-            b: T.Buffer((T.int64(4),), "float32"), y: T.Buffer((T.int64(4),), "float32")
-        ):
-            T.func_attr({"tirx.noalias": True})
-            for ax0 in range(T.int64(4)):
-                with T.sblock("T_multiply"):
-                    v_ax0 = T.axis.spatial(T.int64(4), ax0)
-                    T.reads(b[v_ax0], y[v_ax0])
-                    T.writes(b[v_ax0])
-                    b[v_ax0] = b[v_ax0] * y[v_ax0]
+    @R.function
+    def _expected(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.add(x, y)
+            R.output(a)
+        b = R.tanh(a)
+        with R.dataflow():
+            c = R.call_tir_inplace(
+                MULTIPLY_INPLACE, (b, y), out_ty=R.Tensor((4,), "float32"), inplace_indices=[0]
+            )
+            R.output(c)
+        return c
 
-        @R.function
-        def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):
-            cls = expected
-            with R.dataflow():
-                a = R.add(x, y)
-                R.output(a)
-            b = R.tanh(a)
-            with R.dataflow():
-                c = R.call_tir_inplace(
-                    cls.multiply_inplace,
-                    (b, y),
-                    out_ty=R.Tensor((4,), "float32"),
-                    inplace_indices=[0],
-                )
-                R.output(c)
-            return c
+    expected = _with_kernels(_expected, MULTIPLY_INPLACE)
 
 
 @I.ir_module
@@ -612,33 +605,20 @@ class TestKeepsValueReadThroughATuple(InplaceCase):
                 R.output(d)
             return d
 
-    @I.ir_module
-    class expected:
-        @T.prim_func(private=True, s_tir=True)
-        def add_inplace(
-            b: T.Buffer((T.int64(4),), "float32"), c: T.Buffer((T.int64(4),), "float32")
-        ):
-            T.func_attr({"tirx.noalias": True})
-            for ax0 in range(T.int64(4)):
-                with T.sblock("T_add"):
-                    v_ax0 = T.axis.spatial(T.int64(4), ax0)
-                    T.reads(b[v_ax0], c[v_ax0])
-                    T.writes(b[v_ax0])
-                    b[v_ax0] = b[v_ax0] + c[v_ax0]
+    @R.function
+    def _expected(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.add(x, y)
+            t = (a, y)
+            b = R.multiply(a, y)
+            c = t[0]
+            d = R.call_tir_inplace(
+                ADD_INPLACE, (b, c), out_ty=R.Tensor((4,), "float32"), inplace_indices=[0]
+            )
+            R.output(d)
+        return d
 
-        @R.function
-        def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):
-            cls = expected
-            with R.dataflow():
-                a = R.add(x, y)
-                t = (a, y)
-                b = R.multiply(a, y)
-                c = t[0]
-                d = R.call_tir_inplace(
-                    cls.add_inplace, (b, c), out_ty=R.Tensor((4,), "float32"), inplace_indices=[0]
-                )
-                R.output(d)
-            return d
+    expected = _with_kernels(_expected, ADD_INPLACE)
 
 
 @I.ir_module
