@@ -72,6 +72,7 @@ def test_the_real_benchmarks_are_discovered_and_take_quick():
         "inplace": True,
         "plan": True,
         "runtime": True,
+        "transpose": True,
     }
     assert all(b.summary.endswith(".") for b in bench.discover())
 

@@ -446,6 +446,37 @@ def test_fused_cpu_recipe_zero_first_then_compile():
     _same_results(tvm.compile(fused, "llvm"), built["ours"], mod)
 
 
+def test_fused_cpu_recipe_with_fuse_transpose_matmul():
+    """docs/pipelines.md's recipe for transposed weights: TVM's FuseTransposeMatmul first. The
+    zoo's MLP then plans no transposed weight (a megabyte of its 1.07 MB), and its results are
+    the stock fused build's."""
+    from tvm_memplan.analysis import storage_after_planning
+    from tvm_memplan.instrument import capture
+    from zoo.models import ZOO
+
+    mod, _ = ZOO["mlp"]()
+    planner = "tvm_memplan.StaticPlanBlockMemory"
+
+    def planned(pipeline):
+        built = {}
+        after = capture(
+            lambda: built.setdefault(
+                "ex", tvm_memplan.compile(mod, "llvm", relax_pipeline=pipeline)
+            ),
+            [planner],
+            after=True,
+        )[planner]
+        return built["ex"], storage_after_planning(after).total_bytes
+
+    ours, with_transposes = planned(["zero", "default"])
+    folded, without = planned([tvm.relax.transform.FuseTransposeMatmul(), "zero", "default"])
+    weight = 512 * 512 * 4  # fc2's weight, transposed: the largest tensor without the pass
+    assert with_transposes >= weight > without
+    stock = tvm.compile(tvm.relax.get_pipeline("zero")(mod), "llvm")
+    _same_results(stock, folded, mod)
+    _same_results(ours, folded, mod)
+
+
 def test_static_shape_tuning_pipeline_without_tuning(tmp_path):
     """TVM's tuning pipeline with total_trials=0 (no tuning; applies an empty database), then
     the default build."""
