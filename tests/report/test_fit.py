@@ -169,3 +169,22 @@ def test_vm_contributors_are_the_tensors_live_at_the_peak(bundled):
         assert t.storage < 0 or t.first <= peak <= t.last
         if t.storage >= 0:
             assert f"live at the peak (program point {peak})" in c.done
+
+
+def test_a_transposed_weight_read_by_a_matmul_is_advised_away():
+    """The zoo's MLP: a Linear layer's transposed weight (`permute_dims` of a parameter, read by
+    a matmul) is the largest tensor at the peak; its advice names FuseTransposeMatmul. Other
+    tensors at the peak are not given it."""
+    import tvm
+
+    from tvm_memplan.report import build_report
+    from zoo.models import ZOO
+
+    mod, _ = ZOO["mlp"]()
+    report = build_report(mod, tvm.target.Target({"kind": "llvm"}))
+    (vm,) = check_fit(report, {"vm": 1}).budgets
+    advised = [c for c in vm.contributors if "FuseTransposeMatmul" in c.could]
+    others = [c for c in vm.contributors if "FuseTransposeMatmul" not in c.could]
+    assert [c.bytes for c in advised] == [512 * 512 * 4]
+    assert "permute_dims" in advised[0].origin
+    assert others and all("permute_dims" not in c.origin for c in others)

@@ -123,6 +123,13 @@ def _vm(report: Report) -> list[FitContributor]:
                     "computed from constants only: relax.transform.FoldConstant before "
                     "compiling would make it a weight"
                 )
+            if first is not None and first.transposed_for_matmul:
+                could.append(
+                    "a transposed weight read by a matmul: TVM's "
+                    "relax.transform.FuseTransposeMatmul first (relax_pipeline=["
+                    'FuseTransposeMatmul(), "zero", "default"]) computes the matmul from the '
+                    "weight as it is, and this tensor goes"
+                )
             refused = _inplace_refusals(report, f.function, first)
             if refused:
                 could.append(f"not computed in place: {refused}")

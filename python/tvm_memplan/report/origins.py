@@ -51,6 +51,9 @@ class Origin:
     source: str = ""
     #: Whether the op reads constants only (so it could be folded into a weight).
     from_constants: bool = False
+    #: Whether it transposes the last two axes of a tensor for a matmul to read as its second
+    #: argument (a Linear layer's weight), which TVM's FuseTransposeMatmul folds into the matmul.
+    transposed_for_matmul: bool = False
 
 
 _CALLS = ("relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed")
@@ -122,6 +125,35 @@ def _reads_constants_only(call: tvm.relax.Call) -> bool:
     return bool(tensors) and all(isinstance(a, tvm.ir.GenericConst) for a in tensors)
 
 
+def _swaps_last_two_axes(call: tvm.relax.Call) -> bool:
+    """A permute_dims that swaps the last two axes and keeps the others (FuseTransposeMatmul's
+    condition)."""
+    ndim = call.args[0].ty.ndim if isinstance(call.args[0].ty, tvm.relax.TensorType) else -1
+    if ndim < 2:
+        return False
+    axes = call.attrs.axes
+    if axes is None:
+        return ndim == 2
+    expected = list(range(ndim))
+    expected[-1], expected[-2] = expected[-2], expected[-1]
+    return [int(a) for a in axes] == expected
+
+
+def _matmul_right_operands(func: tvm.relax.Function) -> set[str]:
+    """The variables a matmul of `func` reads as its second argument."""
+    names = set()
+    for binding in bindings(func):
+        value = binding.value
+        if (
+            isinstance(value, tvm.relax.Call)
+            and isinstance(value.op, tvm.ir.Op)
+            and str(value.op.name) == "relax.matmul"
+            and isinstance(value.args[1], tvm.relax.Var)
+        ):
+            names.add(value.args[1].name)
+    return names
+
+
 def binding_origins(
     mod: tvm.IRModule, sources: dict[str, dict[str, str]] | None = None
 ) -> dict[str, dict[str, Origin]]:
@@ -132,6 +164,7 @@ def binding_origins(
         if not isinstance(func, tvm.relax.Function):
             continue
         named = sources.get(gv.name_hint, {})
+        matmul_weights = _matmul_right_operands(func)
         origins: dict[str, Origin] = {}
         seen: set[str] = set()
         for binding in bindings(func):
@@ -145,7 +178,12 @@ def binding_origins(
             shape, dtype = _shape(binding.var.ty)
             kind = _kind(value, op) if isinstance(value, tvm.relax.Call) else op
             folds = isinstance(value, tvm.relax.Call) and _reads_constants_only(value)
-            origins[name] = Origin(name, op, kind, shape, dtype, named.get(name, ""), folds)
+            transposed = (
+                op == "permute_dims" and name in matmul_weights and _swaps_last_two_axes(value)
+            )
+            origins[name] = Origin(
+                name, op, kind, shape, dtype, named.get(name, ""), folds, transposed
+            )
         result[gv.name_hint] = origins
     return result
 
