@@ -11,9 +11,12 @@ The recipe is ``tvm_memplan.compile(mod, relax_pipeline=[relax.transform.FuseTra
 "zero", "default"])`` (docs/pipelines.md).
 
 Run time: the memplan build with the pass over the one without, interleaved rounds on the Relax
-VM (median of per-round means, as bench/runtime.py).
+VM (median of per-round means, as bench/runtime.py). With ``--torchvision``, a 4-layer
+``torch.nn.TransformerEncoder`` (d_model 256, sequence 32) joins, imported through
+``torch.export`` with its weights as parameters (``keep_params_as_input=True``, as MLC-LLM
+keeps them; bound as constants, FoldConstant transposes them at compile time).
 
-    python bench/transpose.py [--rounds 11] [--calls 10] [--quick]
+    python bench/transpose.py [--rounds 11] [--calls 10] [--quick] [--torchvision]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from plan import compile_capturing, identical, planner_of
@@ -63,12 +67,32 @@ def transposes(mod: tvm.IRModule) -> int:
     return count
 
 
+def torch_encoder() -> tuple[tvm.IRModule, str]:
+    """A 4-layer torch TransformerEncoder, weights as parameters after the input."""
+    import torch
+    from tvm.relax.frontend.torch import from_exported_program
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True, dropout=0.0)
+    model = torch.nn.TransformerEncoder(layer, 4).eval()
+    exported = torch.export.export(model, (torch.randn(1, 32, 256),))
+    mod = from_exported_program(exported, keep_params_as_input=True)
+    mod, _ = relax.frontend.detach_params(mod)
+    return relax.transform.DecomposeOpsForInference()(mod), "main"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 11)")
     parser.add_argument("--calls", type=int, help="calls per build per round (default 10)")
     parser.add_argument("--quick", action="store_true", help="3 rounds of 3 calls if unset")
+    torchvision.add_option(parser)
     args = parser.parse_args()
+    zoo = torchvision.zoo(args, models.ZOO, {})  # no torchvision network; torch checked
+    if zoo is None:
+        return 2
+    if args.torchvision:
+        zoo["torch_encoder"] = torch_encoder
     if args.rounds is None:
         args.rounds = 3 if args.quick else 11
     if args.calls is None:
@@ -88,7 +112,7 @@ def main() -> int:
     totals = {"stock": 0, "stock_ftm": 0, "memplan": 0, "memplan_ftm": 0}
     all_identical = True
     slowest = 0.0
-    for name, builder in models.ZOO.items():
+    for name, builder in zoo.items():
         mod, func_name = builder()
         plain, ftm = fused(mod, False), fused(mod, True)
         stock_exe, stock = planned(plain, memplan=False)
