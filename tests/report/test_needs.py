@@ -230,7 +230,11 @@ def build():
 def test_a_torch_exported_model_names_its_modules(tmp_path):
     """A Python file whose build() returns a torch.export program: imported with TVM's torch
     frontend, weights as constants, tensors named after the torch modules that made them."""
-    pytest.importorskip("torch")
+    pytest.importorskip(
+        "torch",
+        reason="torch is a development extra (4 GB with its CUDA wheels), not installed by CI's "
+        "fresh venv; the torch-exported paths run where it is (this test, bench --torchvision)",
+    )
     source = tmp_path / "net.py"
     source.write_text(TORCH_NET)
     net = runpy.run_path(str(source))["Net"]()
