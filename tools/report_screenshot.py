@@ -17,11 +17,12 @@ from pathlib import Path
 import tvm
 
 from tvm_memplan.cli import parse_budgets
-from tvm_memplan.examples import models
 from tvm_memplan.report import build_report, render_html, run_report
 from tvm_memplan.report.text import fit_lines
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # zoo/ (the repository's shared models, not in the wheel)
+from zoo import models  # noqa: E402
 
 
 def main() -> int:
