@@ -12,6 +12,7 @@
 #define TVM_MEMPLAN_IR_SCOPES_H_
 
 #include <cstddef>
+#include <string>
 
 namespace tvm_memplan {
 namespace ir {
@@ -46,6 +47,9 @@ inline constexpr const char* kPreferredClusterCtaIdx = "preferredClusterCtaIdx."
 
 /*! \brief Length of a constant string, for prefix arithmetic on the names above. */
 constexpr size_t Length(const char* s) { return *s ? 1 + Length(s + 1) : 0; }
+
+/*! \brief Whether `s` begins with `prefix` (one of the names above). */
+inline bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 }  // namespace ir
 }  // namespace tvm_memplan

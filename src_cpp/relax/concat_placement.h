@@ -45,8 +45,8 @@ struct ConcatTensor {
   bool placed = false;
   int64_t device = 0;
   std::string scope;
-  /*! \brief Program points of its allocation and its last read. */
-  int64_t first = 0, last = 0;
+  /*! \brief Program point of its last read. */
+  int64_t last = 0;
   /*! \brief Program points reading it (through any alias), and of the calls that may write it. */
   std::vector<int64_t> uses, writes;
 };

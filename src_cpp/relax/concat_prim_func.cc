@@ -172,7 +172,6 @@ class ConcatCheck : public ScopedVisitor {
     for (size_t d = layout.axis + 1; d < shape.size(); ++d) inner *= *AsConstInt(shape[d]);
     for (size_t j = 0; j < inputs_.size(); ++j) {
       layout.byte_offsets.push_back(start(j) * inner);
-      layout.bytes.push_back(*inputs_[j].ConstSizeBytes());
     }
     return layout;
   }

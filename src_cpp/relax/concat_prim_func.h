@@ -40,8 +40,6 @@ struct ConcatLayout {
   /*! \brief Per input, in parameter order: where its slice starts in the output, in bytes
    *         (when contiguous). */
   std::vector<int64_t> byte_offsets;
-  /*! \brief Per input: its bytes. */
-  std::vector<int64_t> bytes;
 };
 
 /*! \brief The layout of `prim_func`, or why it is not provably a concatenation. */

@@ -403,6 +403,7 @@ class Analysis {
   void KeepRewritesThatDoNotRaiseMemory() {
     if (candidates_.empty()) return;
     MemoryPlanModel model(ModelSteps());
+    if (!model.HasStaticSizes()) return;  // the model cannot tell: keep every safe rewrite
     size_t n = candidates_.size();
     // Configurations are evaluated again (the searches meet, the reasons probe): once each.
     std::map<std::vector<bool>, int64_t> evaluated;
@@ -415,13 +416,12 @@ class Analysis {
       // Every candidate in place at the lower bound of every choice: none plans fewer bytes, and
       // both searches below would end there (the shrinking one starts there and only takes
       // strict gains), so nothing is refused.
+      // No bound where a candidate reuses an `if` result (MemplanLowerBound).
       std::vector<bool> all(n, true);
       std::optional<int64_t> bound = model.MemplanLowerBound(all);
-      if (!PlannedBytes(model, all)) return;  // symbolic sizes: keep every safe rewrite
       if (bound && total(all) == *bound) return;
     }
-    std::optional<int64_t> none = PlannedBytes(model, std::vector<bool>(n, false));
-    if (!none) return;  // symbolic sizes: the model cannot tell, keep every safe rewrite
+    int64_t none = total(std::vector<bool>(n, false));
     // Flip candidates that `accept(current, flipped)` allows, round after round.
     auto improve = [&](std::vector<bool>* chosen, int64_t* current, bool value, auto accept) {
       constexpr int kMaxRounds = 4;
@@ -445,7 +445,7 @@ class Analysis {
     auto better = [](int64_t current, int64_t bytes) { return bytes < current; };
 
     std::vector<bool> grown(n, false);
-    int64_t grown_bytes = *none;
+    int64_t grown_bytes = none;
     improve(&grown, &grown_bytes, true, no_worse);
 
     std::vector<bool> shrunk(n, true);
@@ -457,8 +457,8 @@ class Analysis {
       return std::count(chosen.begin(), chosen.end(), true);
     };
     bool take_shrunk =
-        shrunk_bytes <= *none && (shrunk_bytes < grown_bytes ||
-                                  (shrunk_bytes == grown_bytes && count(shrunk) > count(grown)));
+        shrunk_bytes <= none && (shrunk_bytes < grown_bytes ||
+                                 (shrunk_bytes == grown_bytes && count(shrunk) > count(grown)));
     const std::vector<bool>& chosen = take_shrunk ? shrunk : grown;
     int64_t chosen_bytes = take_shrunk ? shrunk_bytes : grown_bytes;
     std::vector<bool> probe = chosen;

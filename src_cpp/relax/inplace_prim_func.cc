@@ -23,8 +23,6 @@ using namespace ir;
 
 namespace {
 
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 /*!
  * \brief Whether loops bound to `tag` are a hardware index: within one kernel, all loops of one
  *        such tag are the same index. Virtual threads are serialized by InjectVirtualThread, so

@@ -170,7 +170,6 @@ class MemoryEffects {
   bool IsPureFunction(const ObjectRef& callee) const;
   /*! \brief The PrimFunc of the module `callee` (a GlobalVar) names, or nullopt. */
   std::optional<ir::PrimFunc> PrimFuncOf(const ObjectRef& callee) const;
-  PrimFuncFacts& facts() { return *facts_; }
 
  private:
   /*! \brief A call of `prim_func` (nullopt: unknown) that allocates its result after

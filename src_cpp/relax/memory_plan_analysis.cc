@@ -213,7 +213,7 @@ class PlanAnalysis {
     }
     const std::optional<ConcatLayout>* concat =
         prim_func ? &prim_funcs_->Concatenation(*prim_func) : nullptr;
-    if (concat && *concat && (*concat)->bytes.size() + 1 == args.size()) {
+    if (concat && *concat && (*concat)->byte_offsets.size() + 1 == args.size()) {
       concat_steps_.push_back(step);
     }
   }
@@ -342,7 +342,6 @@ class PlanAnalysis {
       t.placed = a.plannable() && t.bytes >= 0;
       t.device = a.device;
       t.scope = a.scope;
-      t.first = a.first;
       t.last = a.last;
       t.uses = flow_.root(a.root).uses;
       std::sort(t.uses.begin(), t.uses.end());

@@ -129,6 +129,9 @@ class MemoryPlanModel {
   explicit MemoryPlanModel(const std::vector<PlanStep>& steps);
   ~MemoryPlanModel();
 
+  /*! \brief Whether every size is static; when not, every figure below is nullopt. */
+  bool HasStaticSizes() const { return valid_; }
+
   /*!
    * \brief Bytes allocated (planned storage plus tensors left unplanned) when exactly the
    *        candidates marked in `in_place` run in place; nullopt when a size is symbolic.

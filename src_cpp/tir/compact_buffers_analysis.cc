@@ -33,8 +33,6 @@ namespace op = ir::schema::op;
 
 namespace {
 
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 // ---- storage scopes and threads ----------------------------------------------------------------
 
 /*!
