@@ -1,7 +1,6 @@
 """The before/after harness every pass's tests share (tvm_memplan.testing.compare)."""
 
 import pytest
-import tvm
 from tvm.script import tirx as T
 
 from tvm_memplan.testing.compare import CompareBeforeAfter
@@ -69,4 +68,17 @@ def test_xfail_records_a_known_gap_strictly():
     (mark,) = Gap.test_transform.pytestmark
     assert mark.name == "xfail" and mark.kwargs == {"reason": Gap.xfail, "strict": True}
     assert not hasattr(_Identity.test_transform, "pytestmark")
-    tvm.ir.assert_structural_equal(Gap.before, _copy)
+    with pytest.raises(AssertionError):  # the gap is real: the comparison fails
+        Gap().test_transform()
+
+
+def test_xfail_marks_the_cases_own_check():
+    class OwnCheck(_Identity):
+        before = _copy
+        xfail = "a check of its own that fails"
+
+        def test_transform(self):
+            raise KeyError("the case's own check ran")
+
+    with pytest.raises(KeyError, match="own check ran"):
+        OwnCheck().test_transform()

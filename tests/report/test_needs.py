@@ -144,7 +144,8 @@ def test_the_same_figures_in_text_json_and_html(reports):
     for key, label in labels.items():
         (line,) = [row for row in text if row.startswith(f"  {label}  ")]
         numbers = [int(cell) for cell in line[len(label) + 2 :].split() if cell.isdigit()]
-        for build, number in zip(("stock", "memplan"), numbers, strict=False):
+        assert len(numbers) == 2, line
+        for build, number in zip(("stock", "memplan"), numbers, strict=True):
             assert data["summary"][build][key] == number
             ((cell, _),) = page.find("td", data_figure=f"summary.{build}.{key}")
             assert cell["data-value"] == str(number)

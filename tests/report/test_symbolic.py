@@ -74,6 +74,7 @@ def test_the_kernels_workspace_is_taken_at_the_bound(bounded):
     smaller: at the bound, the kernel's figure is the sum of its allocations' shapes at 64."""
     kernel = next(k for k in bounded.kernels if k.name == "attention_inplace")
     expected = 0
+    assert kernel.placement
     for d in kernel.placement:
         assert d.nbytes is None and d.placement == "workspace"
         elements = 1
