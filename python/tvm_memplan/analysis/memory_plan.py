@@ -55,6 +55,11 @@ class FunctionMemoryPlan(tvm_ffi.Object):
         it plans the function."""
         return self.stock_bytes if self.planner == "stock" else self.planned_bytes
 
+    @property
+    def applied_size(self):
+        """The same as an expression of the shape variables."""
+        return self.stock_size if self.planner == "stock" else self.planned_size
+
     def live_bytes(self) -> list[int]:
         """Bytes of static-size tensors live at each program point, every tensor from its
         allocation to its last read (in a plan from ``memory_plan_at``, every tensor with a

@@ -33,10 +33,6 @@ class PlannedStorage:
     def total_bytes(self) -> Bytes:
         return _add(self.storage_bytes, self.output_bytes)
 
-    @property
-    def symbolic(self) -> bool:
-        return not isinstance(self.total_bytes, int)
-
 
 def planned_storage(mod: tvm.IRModule, target="llvm") -> PlannedStorage:
     """Run TVM's default Relax pipeline (``relax.get_pipeline("default")``, what ``tvm.compile``

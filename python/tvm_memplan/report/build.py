@@ -287,9 +287,7 @@ class _RelaxBuilds:
         self.none_plans = None
         if self.stock_mod is not None or any(r.conversions for r in self.runs):
             none_input = self._planner_input("none", mod)
-            self.none_plans = self._plans(
-                "plan.none", f"{TVMS} StaticPlanBlockMemory", none_input, quiet=True
-            )
+            self.none_plans = self._plans("plan.none", f"{TVMS} StaticPlanBlockMemory", none_input)
         self.copies_plans = None
         if any(c.copy_free for p in (self.ours_plans or {}).values() for c in p.concats):
             self.copies_plans = self._plans(
@@ -376,7 +374,7 @@ class _RelaxBuilds:
             lambda: analysis.planner_input(mod, self.target),
         )
 
-    def _plans(self, key: str, what: str, mod, *, quiet: bool = False, **options):
+    def _plans(self, key: str, what: str, mod, **options):
         if mod is None:
             return None
         plans = self.stages.run(
@@ -480,7 +478,6 @@ def _kernels(
     stock_seen: dict[str, tvm.IRModule],
     stages: _Stages,
     writers: dict[str, list[origins.Origin]],
-    target: tvm.target.Target,
 ) -> list[Kernel]:
     """Per PrimFunc: its buffers as our compaction receives them (ours and TVM's pass on them),
     and each build's placement."""
@@ -651,7 +648,7 @@ def build_report(
             for kernel, names in origins.kernel_writers(func).items():
                 if kernel not in writers:  # the same kernel in both builds: once
                     writers[kernel] = [known[n] for n in names if n in known]
-    kernels = _kernels(memplan_tir, stock_tir, stages, writers, target)
+    kernels = _kernels(memplan_tir, stock_tir, stages, writers)
     functions = relax.functions(bindings) if relax is not None else []
     report = Report(
         input=source,

@@ -61,8 +61,6 @@ class LoadedModel:
     mod: tvm.IRModule
     #: Per Relax function, per variable name: the ONNX node or torch module that made it.
     sources: SourceNames = field(default_factory=dict)
-    #: Which importer made it: "onnx", "torch", or "python" (the user's own module).
-    importer: str = "python"
     #: The source model's names of the module's constants (ONNX initializers), by constant.
     constant_names: dict = field(default_factory=dict)
 
@@ -234,7 +232,7 @@ def _load_onnx(path: Path, input_shapes: dict[str, list[int]]) -> LoadedModel:
         for gv, func in mod.functions.items()
         if isinstance(func, tvm.relax.Function)
     }
-    return LoadedModel(mod, sources, "onnx", constant_names)
+    return LoadedModel(mod, sources, constant_names)
 
 
 def _import_torch():
@@ -267,7 +265,7 @@ def _import_exported_program(program, what: str) -> LoadedModel:
         for gv, func in mod.functions.items()
         if isinstance(func, tvm.relax.Function)
     }
-    return LoadedModel(mod, sources, "torch")
+    return LoadedModel(mod, sources)
 
 
 def _module_path(node) -> str:

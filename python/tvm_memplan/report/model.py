@@ -307,13 +307,6 @@ class Report:
     seconds: float | None = None
     fit: FitResult | None = None
 
-    def failure(self, *stages: str) -> Failure | None:
-        """The first failure of the named stages."""
-        for f in self.failures:
-            if f.stage in stages:
-                return f
-        return None
-
     def to_json(self) -> dict[str, Any]:
         """Plain data, as `--json` prints it."""
         return to_data(self)

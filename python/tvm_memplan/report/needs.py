@@ -63,7 +63,9 @@ def _tensor_bytes(ty) -> int | None:
             return None
         dims.append(int(value.value))
     dtype = tvm.runtime.DataType(str(ty.dtype))
-    return math.prod(dims) * ((dtype.bits + 7) // 8) * dtype.lanes
+    # As TVM sizes an allocation (and analysis.planned_storage counts one): bits * lanes per
+    # element, rounded up to bytes.
+    return math.prod(dims) * ((dtype.bits * dtype.lanes + 7) // 8)
 
 
 def weights(
@@ -270,9 +272,7 @@ def _vm(plan, evaluated, stock: bool):
         return None
     if evaluated is not None:
         return int(evaluated.stock_bytes if stock else evaluated.applied_bytes)
-    if stock or str(plan.planner) == "stock":
-        return sizes.simplify(plan.stock_size)
-    return sizes.simplify(plan.planned_size)
+    return sizes.simplify(plan.stock_size if stock else plan.applied_size)
 
 
 def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
