@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
 from _zoo import models  # zoo/ (bench/_zoo.py)
-from runtime import timed_rounds
+from runtime import timed_rounds, vm_call
 from tvm import relax
 
 import tvm_memplan
@@ -195,11 +195,8 @@ def run_time(rows: dict[str, Model], rounds: int) -> None:
     for name, m in rows.items():
         calls = {}
         for variant in ("memplan", "copies"):
-            vm = relax.VirtualMachine(m.builds[variant][0], tvm.cpu())
             inputs = relax_inputs(m.mod[m.func_name], seed=0, low=-1.0, high=1.0)
-            on_device = [tvm.runtime.tensor(x) for x in inputs]
-            function = vm[m.func_name]
-            calls[variant] = lambda function=function, args=on_device: function(*args)
+            calls[variant] = vm_call(m.builds[variant][0], m.func_name, inputs)
         times = timed_rounds(calls, rounds, calls_per_round(calls["copies"]))
         ratio = times["memplan"] / times["copies"]
         ratios.append(ratio)

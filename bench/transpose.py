@@ -28,11 +28,11 @@ import _torchvision as torchvision  # bench/_torchvision.py (the script's direct
 import tvm
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from plan import compile_capturing, identical, planner_of
-from runtime import timed_rounds
+from runtime import timed_rounds, vm_call
 from tvm import relax
 
 from tvm_memplan.analysis import storage_after_planning
-from tvm_memplan.testing import relax_inputs, run_relax
+from tvm_memplan.testing import relax_inputs
 
 TARGET = "llvm"
 
@@ -122,18 +122,11 @@ def main() -> int:
         executables = [stock_exe, stock_ftm_exe, memplan_exe, memplan_ftm_exe]
         same = identical(executables, func_name, mod)
         inputs = relax_inputs(mod[func_name], seed=0, low=-1.0, high=1.0)
-        vms = {
-            key: relax.VirtualMachine(exe, tvm.cpu())
-            for key, exe in (("memplan", memplan_exe), ("memplan_ftm", memplan_ftm_exe))
+        calls = {
+            "memplan": vm_call(memplan_exe, func_name, inputs),
+            "memplan_ftm": vm_call(memplan_ftm_exe, func_name, inputs),
         }
-        times = timed_rounds(
-            {
-                key: (lambda vm=vm, f=func_name, x=inputs: run_relax(vm, f, x))
-                for key, vm in vms.items()
-            },
-            args.rounds,
-            args.calls,
-        )
+        times = timed_rounds(calls, args.rounds, args.calls)
         ratio = times["memplan_ftm"] / times["memplan"]
         slowest = max(slowest, ratio)
         for key, value in (
