@@ -63,10 +63,7 @@ bool AffineRanges(const LoopRanges& loops, const RelaxationScope& scope,
     }
     for (const auto& [var, coeff] : form->terms) {
       int k = loops.IndexOf(var.get());
-      // A relaxed loop spans its range; a loop of one iteration (a vthread of extent 1 in
-      // scheduled GPU code) is its one value, relaxed or not.
-      bool single = k >= 0 && loops.constant[k] && loops.lo[k] == loops.hi[k];
-      if (k >= 0 && (loops.relaxed[k] || single)) {
+      if (k >= 0 && loops.relaxed[k]) {
         if (!loops.constant[k] ||
             !AddScaledRange(coeff, loops.lo[k], loops.hi[k], &lo.constant, &hi.constant)) {
           return false;
@@ -243,6 +240,9 @@ LoopRanges::LoopRanges(const std::vector<LoopScope>& loops, std::vector<bool> re
       constant[k] = true;
       lo[k] = *min;
       hi[k] = *min + *extent - 1;
+      // A loop of one iteration (a vthread of extent 1 in scheduled GPU code) is its one
+      // value: relaxing it over its range loses nothing, on every path below.
+      if (*extent == 1) relaxed[k] = true;
     }
   }
 }
