@@ -55,23 +55,31 @@ TVMS = "TVM's"
 
 
 @contextmanager
-def stage(name: str, progress: Callable[[str], None] | None) -> Iterator[None]:
-    """Run one stage: say so on `progress` once it has taken a second, and turn a failure into
-    a one-line ReportError naming the stage."""
+def _announced(what: str, progress: Callable[[str], None] | None) -> Iterator[None]:
+    """Say "`what`..." on `progress` if the block takes more than a second."""
     timer = None
     if progress is not None:
-        timer = threading.Timer(1.0, progress, args=(f"{name}...",))
+        timer = threading.Timer(1.0, progress, args=(f"{what}...",))
         timer.daemon = True
         timer.start()
     try:
         yield
-    except ReportError:
-        raise
-    except Exception as err:
-        raise ReportError(f"{name} failed: {one_line(err)}") from err
     finally:
         if timer is not None:
             timer.cancel()
+
+
+@contextmanager
+def stage(name: str, progress: Callable[[str], None] | None) -> Iterator[None]:
+    """Run one stage: say so on `progress` once it has taken a second, and turn a failure into
+    a one-line ReportError naming the stage."""
+    with _announced(name, progress):
+        try:
+            yield
+        except ReportError:
+            raise
+        except Exception as err:
+            raise ReportError(f"{name} failed: {one_line(err)}") from err
 
 
 class _Stages:
@@ -83,19 +91,12 @@ class _Stages:
 
     def run(self, key: str, what: str, fn: Callable[[], Any]) -> Any:
         """``fn()``, or None after recording that ``what`` fails."""
-        timer = None
-        if self.progress is not None:
-            timer = threading.Timer(1.0, self.progress, args=(f"{what}...",))
-            timer.daemon = True
-            timer.start()
-        try:
-            return fn()
-        except Exception as err:  # a pass failing on this model is a finding, not an error
-            self.failed(key, what, one_line(err))
-            return None
-        finally:
-            if timer is not None:
-                timer.cancel()
+        with _announced(what, self.progress):
+            try:
+                return fn()
+            except Exception as err:  # a pass failing on this model is a finding, not an error
+                self.failed(key, what, one_line(err))
+                return None
 
     def failed(self, key: str, what: str, error: str) -> None:
         self.failures.append(Failure(key, what, error))
@@ -574,12 +575,7 @@ def _compile_tir(
     progress,
 ) -> tuple[dict[str, tvm.IRModule], dict[str, tvm.IRModule]]:
     """What the TIR passes receive in each build."""
-    timer = None
-    if progress is not None:
-        timer = threading.Timer(1.0, progress, args=('compiling with the "memplan" pipelines...',))
-        timer.daemon = True
-        timer.start()
-    try:
+    with _announced('compiling with the "memplan" pipelines', progress):
         if relax is not None and relax.memplan_failed:
             # An in-place run of ours fails: the memplan TIR pipeline on the module without it.
             run = lambda: tvm.compile(mod, target=target, tir_pipeline=pipeline.PIPELINE_NAME)  # noqa: E731
@@ -607,9 +603,6 @@ def _compile_tir(
             stages.failed(
                 "compile.stock", f"{TVMS} {_pass_title(failing)} (in the stock build)", stock.error
             )
-    finally:
-        if timer is not None:
-            timer.cancel()
     return memplan.before, stock.before
 
 

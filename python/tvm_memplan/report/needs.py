@@ -41,10 +41,7 @@ def vm_peak(values, calls_each_other: bool):
     values = list(values)
     if not calls_each_other:
         return sizes.largest(values)
-    total = 0
-    for v in values:
-        total = sizes.add(total, v)
-    return total
+    return _total(values)
 
 
 def _total(values):
