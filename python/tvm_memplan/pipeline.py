@@ -259,26 +259,29 @@ _RELAX_REPLACEMENTS = {
 _RELAX_CONSTRUCTORS = {"LegalizeOps": _legalize_after_inplace_calls}
 
 
-def _relax_substitution(name: str, required: bool) -> Substitution:
-    replacement = _RELAX_REPLACEMENTS[name]
+def _relax_substitution(name: str, required: bool, replacements: dict) -> Substitution:
+    replacement = replacements[name]
     constructor = _RELAX_CONSTRUCTORS.get(
         name, lambda stock, *args, **kwargs: replacement(stock(*args, **kwargs))
     )
     return Substitution(tvm.relax.transform, name, constructor, required=lambda ctx: required)
 
 
-# The passes of the stock Relax pipeline that "memplan" replaces. The in-place pass before
-# LegalizeOps is optional (RewriteDataflowReshape's suffices), and no stock pipeline has a
-# DataflowUseInplaceCalls.
-_PLANNER_SUBSTITUTION = _relax_substitution("StaticPlanBlockMemory", required=True)
-RELAX_SUBSTITUTIONS: tuple[Substitution, ...] = (
-    _PLANNER_SUBSTITUTION,
-    _relax_substitution("RewriteDataflowReshape", required=True),
-    _relax_substitution("LegalizeOps", required=False),
-    _relax_substitution("DataflowUseInplaceCalls", required=False),
-)
+def _relax_substitutions(replacements: dict) -> tuple[Substitution, ...]:
+    """The passes of the stock Relax pipeline that "memplan" replaces, by `replacements`. The
+    in-place pass before LegalizeOps is optional (RewriteDataflowReshape's suffices), and no
+    stock pipeline has a DataflowUseInplaceCalls."""
+    return (
+        _relax_substitution("StaticPlanBlockMemory", True, replacements),
+        _relax_substitution("RewriteDataflowReshape", True, replacements),
+        _relax_substitution("LegalizeOps", False, replacements),
+        _relax_substitution("DataflowUseInplaceCalls", False, replacements),
+    )
+
+
+RELAX_SUBSTITUTIONS = _relax_substitutions(_RELAX_REPLACEMENTS)
 # Our planner alone, in place of TVM's (what tvm_memplan.testing compares planners with).
-PLANNER_SUBSTITUTIONS: tuple[Substitution, ...] = (_PLANNER_SUBSTITUTION,)
+PLANNER_SUBSTITUTIONS: tuple[Substitution, ...] = RELAX_SUBSTITUTIONS[:1]
 
 
 def _replace_built_passes(
@@ -300,18 +303,6 @@ def _replace_built_passes(
         return pass_
     used.add((tvm.relax.transform.__name__, name))
     return replacements[name](pass_)
-
-
-def _with_planner_options(
-    substitutions: tuple[Substitution, ...], options: dict
-) -> tuple[Substitution, ...]:
-    """``substitutions`` with our planner built with ``options``."""
-    planner = Substitution(
-        tvm.relax.transform,
-        "StaticPlanBlockMemory",
-        lambda stock, *args, **kwargs: _our_planner(stock(*args, **kwargs), options),
-    )
-    return tuple(planner if s.key == planner.key else s for s in substitutions)
 
 
 def _check_base(base) -> None:
@@ -387,9 +378,11 @@ def relax_pipeline(base="default", *, planner_options: dict | None = None) -> tv
             else "the pipeline never builds it; one that stops before memory planning runs "
             'before one that plans, as in relax_pipeline(["zero", "default"])'
         )
-        substitutions = RELAX_SUBSTITUTIONS
-        if planner_options is not None:
-            substitutions = _with_planner_options(substitutions, planner_options)
+        substitutions = (
+            RELAX_SUBSTITUTIONS
+            if replacements is _RELAX_REPLACEMENTS
+            else _relax_substitutions(replacements)
+        )
         with substituted(substitutions, "Relax pipeline", missing) as used:
             for p in passes:
                 mod = _replace_built_passes(p, used, replacements)(mod)
