@@ -83,12 +83,7 @@ std::optional<ObjectRef> TensorType::bytes_expr() const {
   std::optional<Array<ObjectRef>> extents = shape();
   std::optional<DLDataType> type = dtype();
   if (!extents || !type) return std::nullopt;
-  if (std::optional<int64_t> bytes = static_bytes()) {
-    return IntConst(DLDataType{kDLInt, 64, 1}, *bytes);
-  }
-  ObjectRef bytes = IntConst(DLDataType{kDLInt, 64, 1}, DTypeBytes(*type));
-  for (const ObjectRef& extent : *extents) bytes = Mul(bytes, extent);
-  return bytes;
+  return AllocatedBytesExpr(*extents, {}, *type);
 }
 
 ObjectRef TypeOf(const ObjectRef& expr) { return ExprType(expr); }

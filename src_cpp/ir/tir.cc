@@ -279,6 +279,10 @@ std::optional<Buffer> BufferOfDataPointer(const ObjectRef& expr) {
   return As<Buffer>(args[0]);
 }
 
+bool TakesBufferAddress(const Call& call) {
+  return call.IsOp(op::BufferData) || call.IsOp(op::AccessPtr) || call.IsOp(op::AddressOf);
+}
+
 // ---- statements ------------------------------------------------------------------------------
 
 PrimFunc PrimFunc::WithBody(const ObjectRef& body) const {

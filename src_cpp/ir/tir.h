@@ -144,6 +144,10 @@ class DeclBuffer : public NodeView {
 /*! \brief B when `expr` is `B.data` (tirx.buffer_data(B)), else nullopt. */
 std::optional<Buffer> BufferOfDataPointer(const ObjectRef& expr);
 
+/*! \brief Whether `call` takes a buffer's address (buffer_data, tvm_access_ptr, address_of):
+ *         memory then reachable by accesses no buffer load or store shows. */
+bool TakesBufferAddress(const Call& call);
+
 class BufferStore : public NodeView {
   TVM_MEMPLAN_VIEW(BufferStore, schema::type::BufferStore)
   Buffer buffer() const {

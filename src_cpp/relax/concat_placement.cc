@@ -69,13 +69,9 @@ class Placer {
     // Rules 4 and 5 look at the copy-free concatenations together: refuse one at a time.
     while (true) {
       Groups(&result);
-      std::optional<std::pair<size_t, std::string>> refused = CheckGroups(result);
+      std::optional<std::pair<size_t, ConcatDecision>> refused = CheckGroups(result);
       if (!refused) break;
-      ConcatDecision& decision = result.decisions[refused->first];
-      decision.copy_free = false;
-      decision.code =
-          refused->second.rfind("conflict:", 0) == 0 ? concat::kConflict : concat::kOverwritten;
-      decision.reason = refused->second.substr(refused->second.find(':') + 2);
+      result.decisions[refused->first] = refused->second;
     }
     return result;
   }
@@ -179,9 +175,9 @@ class Placer {
     }
   }
 
-  /*! \brief Rule 5; on a violation, the concatenation to refuse and why ("conflict: ..." or
-   *         "overwritten: ..."). */
-  std::optional<std::pair<size_t, std::string>> CheckGroups(const ConcatPlacement& result) const {
+  /*! \brief Rule 5; on a violation, the concatenation to refuse and its refusal. */
+  std::optional<std::pair<size_t, ConcatDecision>> CheckGroups(
+      const ConcatPlacement& result) const {
     std::vector<int64_t> made_by(tensors_.size(), -1);  // tensor -> copy-free call making it
     for (size_t c = 0; c < calls_.size(); ++c) {
       if (result.decisions[c].copy_free) made_by[calls_[c].args.back()] = static_cast<int64_t>(c);
@@ -206,10 +202,12 @@ class Placer {
         if (a == b || !shares_bytes(a, b)) continue;
         if (a < b && made_by[a] < 0 && made_by[b] < 0) {
           int64_t c = std::max(placing_call(a), placing_call(b));
-          return std::make_pair(static_cast<size_t>(c),
-                                "conflict: " + Quoted(tensors_[a].name) + " and " +
-                                    Quoted(tensors_[b].name) +
-                                    " would share bytes although kernels write both");
+          return std::make_pair(
+              static_cast<size_t>(c),
+              ConcatDecision{false, concat::kConflict,
+                             Quoted(tensors_[a].name) + " and " + Quoted(tensors_[b].name) +
+                                 " would share bytes although kernels write "
+                                 "both"});
         }
         // A write into `a` (not the one producing it) while `b`, defined before, is still read.
         const ConcatTensor& written = tensors_[a];
@@ -221,10 +219,12 @@ class Placer {
           if (defined < w && reader.last >= w) {
             int64_t c = made_by[b] >= 0 ? made_by[b] : made_by[a];
             if (c < 0) c = std::max(placing_call(a), placing_call(b));
-            return std::make_pair(static_cast<size_t>(c),
-                                  "overwritten: " + Quoted(written.name) + " is written at point " +
-                                      std::to_string(w) + " while " + Quoted(reader.name) +
-                                      ", which shares its bytes, is still read");
+            return std::make_pair(
+                static_cast<size_t>(c),
+                ConcatDecision{false, concat::kOverwritten,
+                               Quoted(written.name) + " is written at point " + std::to_string(w) +
+                                   " while " + Quoted(reader.name) +
+                                   ", which shares its bytes, is still read"});
           }
         }
       }

@@ -282,8 +282,7 @@ class ConcatCheck : public ScopedVisitor {
   }
 
   void OnCall(const Call& call) override {
-    if (call.IsOp(schema::op::BufferData) || call.IsOp(schema::op::AccessPtr) ||
-        call.IsOp(schema::op::AddressOf)) {
+    if (TakesBufferAddress(call)) {
       Fail("the PrimFunc takes a buffer's address (" + call.op_name() + ")");
     }
   }
@@ -336,10 +335,7 @@ class WriteCollector : public ScopedVisitor {
  private:
   void OnStore(const BufferStore& store) override { written.insert(store.buffer().get()); }
   void OnCall(const Call& call) override {
-    if (!call.IsOp(schema::op::BufferData) && !call.IsOp(schema::op::AccessPtr) &&
-        !call.IsOp(schema::op::AddressOf)) {
-      return;
-    }
+    if (!TakesBufferAddress(call)) return;
     // The address may reach an extern call that writes through it.
     bool known = false;
     for (const ObjectRef& arg : call.args()) {

@@ -177,8 +177,7 @@ class AccessCollector : public ScopedVisitor {
 
   void OnCall(const Call& call) override {
     NoteKernel();
-    if (call.IsOp(schema::op::BufferData) || call.IsOp(schema::op::AccessPtr) ||
-        call.IsOp(schema::op::AddressOf)) {
+    if (TakesBufferAddress(call)) {
       Fail("the PrimFunc takes a buffer's address (" + call.op_name() + ")");
     }
     // A buffer passed whole (to an extern or packed function) is read and written unseen.
