@@ -198,8 +198,8 @@ class FunctionMemoryPlanObj : public ffi::Object {
    *         -1 when the model cannot tell (symbolic sizes). */
   int64_t stock_model_bytes = -1;
   /*! \brief tvm-memplan's bytes as the same model predicts them (what the in-place pass judges
-   *         rewrites by, without planning); -1 when it cannot tell. Without copy-free
-   *         concatenations it is planned_bytes. */
+   *         rewrites by, without planning); -1 when it cannot tell, or in the records the pass
+   *         itself makes. Without copy-free concatenations it is planned_bytes. */
   int64_t memplan_model_bytes = -1;
   /*! \brief Allocations of symbolic size: tvm-memplan's, the stock planner's (-1 unknown). */
   int64_t symbolic_allocations = 0;
