@@ -159,6 +159,8 @@ Array<Any> IntsWhereConstant(const Array<ObjectRef>& exprs) {
   return out;
 }
 
+bool IsStringImm(const ObjectRef& expr) { return type::StringImm.IsInstance(expr); }
+
 std::string StringValue(const ObjectRef& expr, const char* context) {
   if (!type::StringImm.IsInstance(expr)) {
     TVM_FFI_THROW(ValueError) << context << ": expected a string, got `" << TypeKeyOf(expr) << "`";

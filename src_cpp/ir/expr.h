@@ -108,6 +108,8 @@ Array<Any> IntsWhereConstant(const Array<ObjectRef>& exprs);
 
 /*! \brief The type of any expression (its `ty` field). */
 ObjectRef ExprType(const ObjectRef& expr);
+/*! \brief Whether `expr` is an ir.StringImm. */
+bool IsStringImm(const ObjectRef& expr);
 /*! \brief The value of an ir.StringImm (a ValueError naming `context` for anything else). */
 std::string StringValue(const ObjectRef& expr, const char* context);
 

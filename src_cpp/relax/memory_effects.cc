@@ -228,6 +228,13 @@ MemoryEffect MemoryEffects::Classify(const Call& call) {
     return with_escape(Effect(Kind::kUse, Planned::kUses, Quoted(op)));
   if (lowering_ != nullptr && OpAttr(call.op(), schema::attr::FLegalize) != nullptr) {
     LoweredOperator lowered = lowering_->Lower(call);
+    if (lowered.constant) {
+      // FoldConstant would make it one anyway; writing it in place would write a constant.
+      MemoryEffect effect =
+          Effect(Kind::kAllocate, Planned::kOpaque, "the operator " + Quoted(op) + " (a constant)");
+      effect.folds_to_constant = true;
+      return with_escape(std::move(effect));
+    }
     if (!lowered.prim_func) {
       return Opaque(escapes, Planned::kOpaque,
                     "the operator " + Quoted(op) + " (" + lowered.detail + ")");

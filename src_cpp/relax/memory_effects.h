@@ -87,6 +87,9 @@ struct MemoryEffect {
    *         constant. kAllocTensor is what the VM memory planner plans. */
   enum class Allocator { kNone, kAllocTensor, kAllocStorage };
   Allocator allocator = Allocator::kNone;
+  /*! \brief kAllocate of an operator that LegalizeOps folds into a constant (an `arange` of
+   *         constants): its result is a constant, whatever its arguments. */
+  bool folds_to_constant = false;
   /*! \brief kView: the argument whose storage the result is. */
   int64_t source = -1;
   /*! \brief kInplace: per output, the argument-tuple entry it overwrites (-1: fresh). */
@@ -120,6 +123,8 @@ struct LoweredOperator {
    *         anything else (then `detail` says what). */
   std::optional<ir::PrimFunc> prim_func;
   std::string detail;
+  /*! \brief It becomes a constant (LegalizeOps folded it). */
+  bool constant = false;
 };
 
 /*! \brief Lowers operator calls: relax/op_legalization.h does it with each operator's

@@ -132,7 +132,10 @@ const LegalizedCall& OpLegalizer::Legalize(const Call& call) {
     block_open = false;
     std::optional<Call> call_tir = As<Call>(result);
     legal->prologue_bindings = static_cast<int64_t>(emitted.bindings().size());
-    if (!call_tir || !call_tir->IsOp(schema::op::CallTIR)) {
+    if (ir::relax::IsConstant(result)) {
+      legal->kind = LegalizedCall::Kind::kConstant;
+      legal->detail = "legalizes to a constant";
+    } else if (!call_tir || !call_tir->IsOp(schema::op::CallTIR)) {
       legal->detail = "legalizes to `" + TypeKeyOf(result) + "`" +
                       (call_tir ? " calling " + ToString(call_tir->op()) : std::string());
     } else {
@@ -173,7 +176,9 @@ std::vector<ObjectRef> OpLegalizer::Operators() const {
 
 LoweredOperator OpLegalizer::Lower(const Call& call) {
   const LegalizedCall& legal = Legalize(call);
-  if (legal.kind != LegalizedCall::Kind::kCallTIR) return {std::nullopt, legal.detail};
+  if (legal.kind != LegalizedCall::Kind::kCallTIR) {
+    return {std::nullopt, legal.detail, legal.kind == LegalizedCall::Kind::kConstant};
+  }
   return {legal.prim_func, ""};
 }
 

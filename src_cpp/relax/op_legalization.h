@@ -44,6 +44,8 @@ struct LegalizedCall {
     kNoLegalization,
     /*! \brief An `R.call_tir` to a PrimFunc (maybe after `prologue_bindings`). */
     kCallTIR,
+    /*! \brief A constant: the legalization computed the result (an `arange` of constants). */
+    kConstant,
     /*! \brief Anything else: a packed call, an expression, an error. */
     kOther,
   };

@@ -114,6 +114,8 @@ Value StorageFlow::Opaque(const RootSet& args, const std::string& origin, int64_
 
 Value StorageFlow::Eval(const ObjectRef& expr, int64_t step, const std::string& where) {
   if (!expr.defined()) return {};
+  // Scalars (prim values, shape variables) and strings hold no tensor storage.
+  if (IsPrimExpr(expr) || IsStringImm(expr)) return {};
   if (IsVar(expr)) {
     if (const Value* value = Find(expr.get())) return *value;
     return Opaque({}, "unbound variable `" + Var(expr).name() + "`", step);
@@ -163,7 +165,8 @@ Value StorageFlow::CallResult(const Call& call, const MemoryEffect& effect, int6
   if (calls_value) args = Union(args, Eval(call.op(), step, where).roots);
   if (effect.escapes) Escape(args, "passed to " + effect.what + " at " + where);
   ObjectRef type = TypeOf(call.ref());
-  bool from_constants = effect.allocator == MemoryEffect::Allocator::kNone && OnlyConstants(args);
+  bool from_constants = effect.folds_to_constant ||
+                        (effect.allocator == MemoryEffect::Allocator::kNone && OnlyConstants(args));
   RootKind fresh_kind = from_constants ? RootKind::kConstant : RootKind::kAllocated;
   std::string fresh_origin = fresh_kind == RootKind::kConstant
                                  ? where + ", computed from constants only"

@@ -565,6 +565,27 @@ class TestKeepsConstants(InplaceCase):
             return (b, g)
 
 
+class TestKeepsValuesComputedFromFoldedOperators(InplaceCase):
+    """`R.arange` of constants legalizes to a constant, and scalar arguments hold no storage:
+    what is computed from it alone is a constant once FoldConstant runs (the fused recipe runs
+    it after this pass), so `sin(ang)` may not write `ang`, nor `multiply` write `s`."""
+
+    @I.ir_module
+    class before:
+        @R.function
+        def main(x: R.Tensor((4, 8), "float32")):
+            with R.dataflow():
+                pos = R.arange(0, 4, 1, "float32")
+                freq = R.reshape(pos, (4, 1))
+                ang = R.multiply(freq, R.const(np.full((1, 8), 0.5, "float32")))
+                s = R.sin(ang)
+                y = R.multiply(x, s)
+                R.output(y)
+            return y
+
+    run = {"runs": 3}
+
+
 class TestKeepsValueReadLater(InplaceCase):
     """`a` is read after `b = exp(a)`: `b` gets its own storage; `c` may reuse `a` then."""
 
