@@ -386,20 +386,11 @@ def test_a_relax_substitution_that_never_happens_is_an_error(monkeypatch):
 
 
 def _same_results(stock_executable, ours_executable, mod):
-    from tvm_memplan.testing import relax_inputs, run_relax
+    """Both builds called three times (fresh copies of the inputs): the same outputs."""
+    from tvm_memplan.testing import assert_same_relax_results
 
-    name = "forward"  # the zoo's models
-    inputs = relax_inputs(mod[name], seed=0)
-    results = []
-    for executable in (stock_executable, ours_executable):
-        vm = tvm.relax.VirtualMachine(executable, tvm.cpu())
-        first, _ = run_relax(vm, name, inputs)
-        second, _ = run_relax(vm, name, inputs)
-        for a, b in zip(first, second, strict=True):
-            np.testing.assert_array_equal(a, b)
-        results.append(first)
-    for a, b in zip(*results, strict=True):
-        np.testing.assert_array_equal(a, b)
+    vms = tuple(tvm.relax.VirtualMachine(e, tvm.cpu()) for e in (stock_executable, ours_executable))
+    assert_same_relax_results(mod, mod, "forward", vms=vms)  # "forward": the zoo's models
 
 
 def _assert_our_relax_passes_ran(ran: list[str], fused: bool = True):

@@ -33,6 +33,10 @@ If If::WithBranches(const ObjectRef& true_branch, const ObjectRef& false_branch)
                               {&field::RelaxIf_false_branch, false_branch}}));
 }
 
+Tuple Tuple::WithFields(const Array<ObjectRef>& fields) const {
+  return Tuple(ir::WithFields(ref_, {{&field::Tuple_fields, fields}}));
+}
+
 ObjectRef Binding::value() const {
   if (type::MatchCast.IsInstance(ref_)) return field::MatchCast_value.Get<ObjectRef>(ref_);
   return field::VarBinding_value.Get<ObjectRef>(ref_);
@@ -129,19 +133,22 @@ ObjectRef MakeAssert(const ObjectRef& condition, const Array<ObjectRef>& format_
                      const std::string& format) {
   ObjectRef op = GetOp(schema::op::AssertOp);
   std::string symbol = OpAttr(op, schema::attr::FCallPacked).cast<String>();
-  ObjectRef callee = func::MakeExternFunc(String(symbol), nullptr, nullptr).cast<ObjectRef>();
-  ObjectRef unit = func::MakeTupleType(Array<ObjectRef>{}, nullptr).cast<ObjectRef>();
   Array<ObjectRef> args{condition, StringConst(format)};
   for (const ObjectRef& arg : format_args) args.push_back(arg);
-  return func::MakeCall(unit, callee, args, nullptr, Array<ObjectRef>{unit}, nullptr)
-      .cast<ObjectRef>();
+  return MakePackedCall(symbol, args).ref();
 }
 
 Any OpAttr(const ObjectRef& op, const char* key) { return func::OpGetAttr(op, String(key)); }
 
-Call MakeTypedCall(const ObjectRef& type, const ObjectRef& op, const Array<ObjectRef>& args) {
-  return Call(
-      func::MakeCall(type, op, args, nullptr, Array<ObjectRef>{}, nullptr).cast<ObjectRef>());
+Call MakeTypedCall(const ObjectRef& type, const ObjectRef& op, const Array<ObjectRef>& args,
+                   const Array<ObjectRef>& ty_args) {
+  return Call(func::MakeCall(type, op, args, nullptr, ty_args, nullptr).cast<ObjectRef>());
+}
+
+Call MakePackedCall(const std::string& symbol, const Array<ObjectRef>& args) {
+  ObjectRef callee = func::MakeExternFunc(String(symbol), nullptr, nullptr).cast<ObjectRef>();
+  ObjectRef unit = func::MakeTupleType(Array<ObjectRef>{}, nullptr).cast<ObjectRef>();
+  return MakeTypedCall(unit, callee, args, Array<ObjectRef>{unit});
 }
 
 ObjectRef GetOp(const char* name) { return func::GetOp(String(name)).cast<ObjectRef>(); }

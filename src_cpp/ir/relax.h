@@ -82,6 +82,8 @@ class Tuple : public NodeView {
   Array<ObjectRef> fields() const {
     return schema::field::Tuple_fields.Get<Array<ObjectRef>>(ref_);
   }
+  /*! \brief The same tuple (and type) with other fields of the same types. */
+  Tuple WithFields(const Array<ObjectRef>& fields) const;
 };
 
 class TupleGetItem : public NodeView {
@@ -154,7 +156,11 @@ ObjectRef MakeAssert(const ObjectRef& condition, const Array<ObjectRef>& format_
 
 /*! \brief `op(args...)` with its type already set to `type`, so it needs no normalization (for
  *         calls whose type is known, such as memory operators). */
-Call MakeTypedCall(const ObjectRef& type, const ObjectRef& op, const Array<ObjectRef>& args);
+Call MakeTypedCall(const ObjectRef& type, const ObjectRef& op, const Array<ObjectRef>& args,
+                   const Array<ObjectRef>& ty_args = {});
+/*! \brief `R.call_packed(symbol, args...)` returning nothing (a destination-passing packed
+ *         function, as CallTIRRewrite lowers `call_dps_packed`). */
+Call MakePackedCall(const std::string& symbol, const Array<ObjectRef>& args);
 /*! \brief The ir.Op named `name` (TVM's registry; a ValueError when there is none). */
 ObjectRef GetOp(const char* name);
 /*! \brief A new relax variable. */

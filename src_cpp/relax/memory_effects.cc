@@ -98,6 +98,22 @@ Array<ObjectRef> CallOperands(const Call& call) {
   return args;
 }
 
+std::vector<size_t> WrittenArguments(const Call& call, const MemoryEffect& effect,
+                                     const MemoryEffects& classifier, PrimFuncFacts* facts) {
+  std::vector<size_t> positions;
+  if (effect.allocator != MemoryEffect::Allocator::kNone || effect.kind == Kind::kView) {
+    return positions;
+  }
+  std::optional<PrimFunc> prim_func;
+  if (effect.kind == Kind::kUse) prim_func = classifier.PrimFuncOf(call.op());
+  const std::vector<bool>* written = prim_func ? &facts->WrittenParams(*prim_func) : nullptr;
+  size_t num_args = call.args().size();
+  for (size_t i = 0; i < num_args; ++i) {
+    if (!written || (i < written->size() && (*written)[i])) positions.push_back(i);
+  }
+  return positions;
+}
+
 int64_t CopySource(const ObjectRef& result, const Array<ObjectRef>& operands) {
   int64_t source = -1;
   for (size_t i = 0; i < operands.size(); ++i) {

@@ -188,6 +188,14 @@ class MemoryEffects {
   MemoryEffectPolicy policy_;
 };
 
+/*!
+ * \brief Positions of the arguments call `call` (of effect `effect`) may write: a PrimFunc's
+ *        arguments it stores to, every argument of any other call; none for memory operators and
+ *        views (Relax after CallTIRRewrite, where writing is what calls do to arguments).
+ */
+std::vector<size_t> WrittenArguments(const ir::Call& call, const MemoryEffect& effect,
+                                     const MemoryEffects& classifier, PrimFuncFacts* facts);
+
 /*! \brief The tensors a call passes to its PrimFunc: a call_tir's argument tuple (when it is a
  *         tuple expression), an operator's arguments. */
 Array<ObjectRef> CallOperands(const ir::Call& call);

@@ -202,16 +202,13 @@ class PlanAnalysis {
       return;
     }
     Array<ObjectRef> args = call.args();
-    std::optional<PrimFunc> prim_func;
-    if (effect.kind == MemoryEffect::Kind::kUse) prim_func = classifier_.PrimFuncOf(call.op());
-    const std::vector<bool>* written =
-        prim_func ? &prim_funcs_->WrittenParams(*prim_func) : nullptr;
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (written && i < written->size() && !(*written)[i]) continue;
+    for (size_t i : WrittenArguments(call, effect, classifier_, prim_funcs_)) {
       const Value* value = IsVar(args[i]) ? flow_.Find(args[i].get()) : nullptr;
       if (value == nullptr) continue;
       for (RootId root : value->roots) root_writes_[root].push_back(step);
     }
+    std::optional<PrimFunc> prim_func;
+    if (effect.kind == MemoryEffect::Kind::kUse) prim_func = classifier_.PrimFuncOf(call.op());
     const std::optional<ConcatLayout>* concat =
         prim_func ? &prim_funcs_->Concatenation(*prim_func) : nullptr;
     if (concat && *concat && (*concat)->byte_offsets.size() + 1 == args.size()) {
@@ -680,9 +677,11 @@ PlannerChoice ChoosePlanner(const FunctionMemoryPlanObj& record, bool stock_well
   return {kMemplanPlanner, decision::kNoLarger, reason};
 }
 
-std::vector<MemoryPlan> AnalyzeMemoryPlans(const IRModule& mod, const MemoryPlanOptionsObj& options,
+std::vector<MemoryPlan> AnalyzeMemoryPlans(const GuardedModule& guarded,
+                                           const MemoryPlanOptionsObj& options,
                                            bool compare_with_stock) {
   CheckMemoryPlanOptions(options);
+  const IRModule& mod = guarded.mod;
   target::PlanningDevices devices = target::ResolvePlanningDevices(mod.ref());
   StockPlanner stock(mod);
   PrimFuncFacts prim_funcs;
@@ -698,6 +697,8 @@ std::vector<MemoryPlan> AnalyzeMemoryPlans(const IRModule& mod, const MemoryPlan
     Function func(mod.functions().at(gv));
     plans.push_back(
         PlanAnalysis(gv, func, mod, options, devices, &stock, &prim_funcs).Run(compare_with_stock));
+    auto reverted = guarded.reverted.find(name);
+    if (reverted != guarded.reverted.end()) plans.back().record->reverted_writes = reverted->second;
   }
   return plans;
 }
@@ -707,7 +708,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       "tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions options) {
         Array<ObjectRef> records;
         for (const MemoryPlan& plan :
-             AnalyzeMemoryPlans(IRModule(mod, "memory_plan"), *options.get(),
+             AnalyzeMemoryPlans(GuardInplaceWrites(IRModule(mod, "memory_plan")), *options.get(),
                                 /*compare_with_stock=*/true)) {
           records.push_back(ObjectRef(plan.record));
         }

@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "ir/relax.h"
+#include "relax/inplace_guard.h"
 #include "relax/memory_plan_records.h"
 
 namespace tvm_memplan {
@@ -103,11 +104,13 @@ PlannerChoice ChoosePlanner(const FunctionMemoryPlanObj& record, bool stock_well
                             const std::string& device_refusal, const MemoryPlanOptionsObj& options);
 
 /*!
- * \brief The plans of every Relax function of `mod` (Relax after CallTIRRewrite), in name order.
+ * \brief The plans of every Relax function of `guarded.mod` (Relax after CallTIRRewrite, its
+ *        unsafe in-place writes reverted: relax/inplace_guard.h), in name order; each record
+ *        lists the writes reverted in its function.
  * \param compare_with_stock Also run the stock planner and record its plan (for the analysis);
  *        otherwise it runs only when the choice of planner needs it.
  */
-std::vector<MemoryPlan> AnalyzeMemoryPlans(const ir::IRModule& mod,
+std::vector<MemoryPlan> AnalyzeMemoryPlans(const GuardedModule& guarded,
                                            const MemoryPlanOptionsObj& options,
                                            bool compare_with_stock);
 

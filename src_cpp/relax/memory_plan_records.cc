@@ -209,6 +209,20 @@ void PlannedTensorObj::RegisterReflection() {
               "or was not run.");
 }
 
+void RevertedInplaceWriteObj::RegisterReflection() {
+  namespace refl = tvm::ffi::reflection;
+  refl::ObjectDef<RevertedInplaceWriteObj>()
+      .def_ro("callee", &RevertedInplaceWriteObj::callee, "The PrimFunc called.")
+      .def_ro("argument", &RevertedInplaceWriteObj::argument,
+              "The argument it wrote in place: a variable, or \"a constant\".")
+      .def_ro("result", &RevertedInplaceWriteObj::result,
+              "The variable the call's result is bound to (\"\" when none).")
+      .def_ro("code", &RevertedInplaceWriteObj::code,
+              "Why it now writes a copy: \"constant\" (the next call would read the constant "
+              "changed) or \"read_after\" (the value it overwrote is read afterwards).")
+      .def_ro("reason", &RevertedInplaceWriteObj::reason, "The same as a sentence.");
+}
+
 void ConcatenationObj::RegisterReflection() {
   namespace refl = tvm::ffi::reflection;
   refl::ObjectDef<ConcatenationObj>()
@@ -254,6 +268,9 @@ void FunctionMemoryPlanObj::RegisterReflection() {
       .def_ro("tensors", &FunctionMemoryPlanObj::tensors, "Every R.builtin.alloc_tensor.")
       .def_ro("concats", &FunctionMemoryPlanObj::concats,
               "Every concatenation, and whether it is copy-free.")
+      .def_ro("reverted_writes", &FunctionMemoryPlanObj::reverted_writes,
+              "In-place writes the planner gave a copy of their argument first (a constant, or "
+              "a value read afterwards), whichever pass made them.")
       .def_ro("storages", &FunctionMemoryPlanObj::storages, "tvm-memplan's storages.")
       .def_ro("stock_storages", &FunctionMemoryPlanObj::stock_storages,
               "The stock planner's storages (when it was run).")
@@ -299,6 +316,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   PlannedTensorObj::RegisterReflection();
   StorageAllocationObj::RegisterReflection();
   ConcatenationObj::RegisterReflection();
+  RevertedInplaceWriteObj::RegisterReflection();
   FunctionMemoryPlanObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def("tvm_memplan.analysis.memory_plan_at",
                                         [](FunctionMemoryPlan plan, Map<String, int64_t> values) {

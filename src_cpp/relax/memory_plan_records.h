@@ -60,6 +60,14 @@ inline constexpr const char* kStockPlanned = "stock_planner";
 inline constexpr const char* kDisabled = "disabled";
 }  // namespace concat
 
+/*! \brief Codes of RevertedInplaceWrite.code: why an in-place write is given a copy. */
+namespace inplace_write {
+/*! \brief It writes into a constant, which the next call would read changed. */
+inline constexpr const char* kConstant = "constant";
+/*! \brief The value it overwrites is read afterwards. */
+inline constexpr const char* kReadAfter = "read_after";
+}  // namespace inplace_write
+
 /*! \brief Codes of FunctionMemoryPlan.stock_source. */
 namespace stock_source {
 inline constexpr const char* kModel = "model";
@@ -147,6 +155,26 @@ class ConcatenationObj : public ffi::Object {
                                     ffi::Object);
 };
 
+/*! \brief An in-place write (a PrimFunc storing into an argument that holds a value, as
+ *         CallTIRRewrite lowers `call_tir_inplace`) that the planner reverted to its out-of-place
+ *         form, whichever pass made it (relax/inplace_guard.h). */
+class RevertedInplaceWriteObj : public ffi::Object {
+ public:
+  /*! \brief The PrimFunc called. */
+  String callee;
+  /*! \brief The argument it wrote: a variable's name, or "a constant". */
+  String argument;
+  /*! \brief The variable its result was bound to ("" when none). */
+  String result;
+  /*! \brief A code of namespace `inplace_write`, and the same as a sentence. */
+  String code;
+  String reason;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.RevertedInplaceWrite",
+                                    RevertedInplaceWriteObj, ffi::Object);
+};
+
 /*! \brief One `R.memory.alloc_storage` of a plan. */
 class StorageAllocationObj : public ffi::Object {
  public:
@@ -179,6 +207,8 @@ class FunctionMemoryPlanObj : public ffi::Object {
   Array<ObjectRef> tensors;
   /*! \brief Every concatenation, copy-free or not (Concatenation records). */
   Array<ObjectRef> concats;
+  /*! \brief In-place writes given a copy before planning (RevertedInplaceWrite records). */
+  Array<ObjectRef> reverted_writes;
   /*! \brief tvm-memplan's storages. */
   Array<ObjectRef> storages;
   /*! \brief The stock planner's storages (filled when the stock planner was run). */

@@ -166,7 +166,7 @@ class PlanApplier {
 
 IRModule ApplyMemoryPlans(const IRModule& mod, const std::vector<MemoryPlan>& plans) {
   Map<ObjectRef, ObjectRef> updated = mod.functions();
-  bool changed = false;
+  bool changed = false, checked = false;
   for (const auto& [gv, base_func] : mod.functions()) {
     if (!Is<Function>(base_func)) continue;
     std::string name = GlobalVarName(gv);
@@ -187,12 +187,19 @@ IRModule ApplyMemoryPlans(const IRModule& mod, const std::vector<MemoryPlan>& pl
       checks.push_back(BoundCheckBinding(name, bound));
     }
     planned = PrependBindings(planned, checks);
+    checked = checked || !checks.empty();
     if (!planned.same_as(func.ref())) {
       updated.Set(gv, planned.ref());
       changed = true;
     }
   }
-  return changed ? mod.WithFunctions(updated) : mod;
+  if (!changed) return mod;
+  IRModule out = mod.WithFunctions(updated);
+  // A check's condition is a scalar expression, which VMCodeGen takes only once ComputePrimValue
+  // has computed it in a PrimFunc. TVM's default pipeline runs that pass later; MLC-LLM's does
+  // not: what the planner adds must build whatever runs after it.
+  if (checked) out = ApplyPass(schema::func::ComputePrimValue().cast<ObjectRef>(), out);
+  return out;
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -203,9 +210,11 @@ TVM_FFI_STATIC_INIT_BLOCK() {
             "tvm_memplan.StaticPlanBlockMemory", 0, [options](IRModule mod, ObjectRef) {
               PassDump dump("StaticPlanBlockMemory");
               dump.Write("input", mod.ref());
+              // Unsafe in-place writes get copies first, whichever pass made them.
+              GuardedModule guarded = GuardInplaceWrites(mod);
               std::vector<MemoryPlan> plans =
-                  AnalyzeMemoryPlans(mod, *options.get(), /*compare_with_stock=*/false);
-              IRModule out = ApplyMemoryPlans(mod, plans);
+                  AnalyzeMemoryPlans(guarded, *options.get(), /*compare_with_stock=*/false);
+              IRModule out = ApplyMemoryPlans(guarded.mod, plans);
               if (dump.enabled()) {
                 Array<ObjectRef> records;
                 for (const MemoryPlan& plan : plans) records.push_back(ObjectRef(plan.record));

@@ -17,8 +17,11 @@
  *   cls.concat(a, a, b)                              cls.concat(a, a, b)
  * \endcode
  *
- * The plans come from relax/memory_plan_analysis.h (which states the rules); the rewrite only
- * applies them: the storages and placements of ours, or the function as TVM's planner made it
+ * First, an in-place write into a constant, or into a value read afterwards, whichever pass
+ * made it, gets a copy to write (relax/inplace_guard.h): the guarantee does not depend on the
+ * passes between the in-place pass and this one (FoldConstant can make an in-place argument a
+ * constant). The plans come from relax/memory_plan_analysis.h (which states the rules); the rewrite
+ * only applies them: the storages and placements of ours, or the function as TVM's planner made it
  * where the analysis chose it, and in both the entry checks of the bounds the plan relies on. The
  * storages are allocated at the function's start (the first binding block, or a block of their own
  * before a dataflow block), so a tensor made in an `if` branch and read after it has storage in
@@ -26,7 +29,9 @@
  * own variable, so every use, and every PrimFunc, sees a tensor with no byte offset. Tensors the
  * analysis does not plan stay `R.builtin.alloc_tensor` (LowerAllocTensor gives each its own storage
  * later); functions it gives to the stock planner come out exactly as TVM's pass makes them.
- * KillAfterLastUse and the VM build run unchanged afterwards.
+ * The entry checks' conditions are computed by TVM's ComputePrimValue here, as nothing after this
+ * pass is assumed to run it (MLC-LLM's pipeline does not). KillAfterLastUse and the VM build run
+ * unchanged afterwards.
  */
 #ifndef TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_
 #define TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_

@@ -14,10 +14,12 @@ from .allocation_plan import AllocationDecision, allocation_plan, placement_coun
 from .memory_plan import (
     FunctionMemoryPlan,
     PlannedTensor,
+    RevertedInplaceWrite,
     StorageAllocation,
     memory_plan,
     memory_plan_at,
     planner_input,
+    unsafe_inplace_writes,
 )
 from .planned_storage import PlannedStorage, planned_storage, storage_after_planning
 
@@ -29,6 +31,7 @@ __all__ = [
     "InplaceCandidate",
     "PlannedStorage",
     "PlannedTensor",
+    "RevertedInplaceWrite",
     "StorageAllocation",
     "allocation_plan",
     "allocation_summary",
@@ -42,6 +45,7 @@ __all__ = [
     "prim_func_inplace_refusal",
     "storage_after_planning",
     "total_bytes",
+    "unsafe_inplace_writes",
 ]
 
 

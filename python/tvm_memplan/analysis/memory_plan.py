@@ -16,9 +16,11 @@ __all__ = [
     "Concatenation",
     "FunctionMemoryPlan",
     "PlannedTensor",
+    "RevertedInplaceWrite",
     "StorageAllocation",
     "memory_plan",
     "memory_plan_at",
+    "unsafe_inplace_writes",
 ]
 
 _STOCK_PLANNER = "StaticPlanBlockMemory"
@@ -37,6 +39,11 @@ class PlannedTensor(tvm_ffi.Object):
 @tvm_ffi.register_object("tvm_memplan.relax.Concatenation")
 class Concatenation(tvm_ffi.Object):
     """One concatenation and whether the planner makes it copy-free."""
+
+
+@tvm_ffi.register_object("tvm_memplan.relax.RevertedInplaceWrite")
+class RevertedInplaceWrite(tvm_ffi.Object):
+    """An in-place write the planner gave a copy of its argument to write instead."""
 
 
 @tvm_ffi.register_object("tvm_memplan.relax.StorageAllocation")
@@ -153,3 +160,15 @@ def memory_plan_at(plan: FunctionMemoryPlan, shape_values: dict[str, int] | None
                 f"shape_values must map variable names to ints, got {name!r}: {value!r}"
             )
     return _ffi_api.memory_plan_at(plan, values)
+
+
+def unsafe_inplace_writes(mod: tvm.IRModule) -> dict[str, list[RevertedInplaceWrite]]:
+    """Per Relax function of ``mod`` (Relax after CallTIRRewrite, as ``planner_input`` gives
+    it), the in-place writes into a constant or into a value read afterwards, which
+    tvm-memplan's planner (``transform.GuardInplaceWrites``) gives a copy to write; functions
+    with none are left out."""
+    if not isinstance(mod, tvm.IRModule):
+        raise TypeError(f"unsafe_inplace_writes expects a tvm.IRModule, got {type(mod).__name__}")
+    return {
+        str(name): list(records) for name, records in _ffi_api.unsafe_inplace_writes(mod).items()
+    }

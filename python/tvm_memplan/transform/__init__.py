@@ -8,6 +8,7 @@ from .dataflow_use_inplace_calls import (
     LegalizeOpsAfterInplaceCalls,
     use_inplace_calls,
 )
+from .guard_inplace_writes import GuardInplaceWrites
 from .lower_tvm_builtin import LowerTVMBuiltin
 from .static_plan_block_memory import MemoryPlanOptions, StaticPlanBlockMemory
 from .tag_allocation_placement import TagAllocationPlacement
@@ -15,6 +16,7 @@ from .tag_allocation_placement import TagAllocationPlacement
 __all__ = [
     "CompactBufferAllocation",
     "DataflowUseInplaceCalls",
+    "GuardInplaceWrites",
     "InplaceOptions",
     "InplaceStats",
     "LegalizeOpsAfterInplaceCalls",

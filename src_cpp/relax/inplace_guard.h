@@ -1,0 +1,59 @@
+/*!
+ * \file relax/inplace_guard.h
+ * \brief The planner's last check before memory is fixed: an in-place write that would change a
+ *        constant, or a value read again afterwards, gets a copy of its argument to write
+ *        instead, whichever pass made it and whatever ran after that pass.
+ *
+ * \code
+ *   # Relax after CallTIRRewrite: `b = R.call_tir_inplace(cls.sin_inplace, (a,), ...)` became
+ *   cls.sin_inplace(k)          # k is a constant: FoldConstant folded `a` after the in-place
+ *   b = k                       # pass had decided (TVM's pass, or one of ours before a fix)
+ *   # guarded:
+ *   k_copy = R.builtin.alloc_tensor(R.shape([4, 8]), R.dtype("float32"), 0, R.str("global"))
+ *   R.call_packed("runtime.TVMTensorCopyFromTo", k, k_copy)
+ *   cls.sin_inplace(k_copy)
+ *   b = k_copy
+ * \endcode
+ *
+ * A call of a PrimFunc writes argument `a` in place when it stores to `a`'s parameter and
+ * `a`'s storage held a value before the call: a constant, or an allocation a call wrote before
+ * (a destination `R.builtin.alloc_tensor` that this call fills is not in place). Such a write
+ * is reverted when `a` may refer to
+ *  1. a constant: every later call of the function would read what this one wrote;
+ *  2. storage read after the call through a variable bound before it (other than the binding
+ *     of the call's result that CallTIRRewrite emits right after it): that read expects the
+ *     old value. Reads on the other branch of an `if` do not count.
+ * A function parameter is written as the program says (MLC-LLM's sampling functions write their
+ * callers' tensors in place on purpose), and so is storage of unknown origin (returned by a
+ * packed function); neither is a value the function computed. Storage already planned
+ * (`R.memory.alloc_storage`, whose tensors at offsets this analysis does not tell apart) is left
+ * to the plan that placed it. A write the guard cannot
+ * revert (the argument's shape is unknown) is an error naming it, never a wrong program.
+ */
+#ifndef TVM_MEMPLAN_RELAX_INPLACE_GUARD_H_
+#define TVM_MEMPLAN_RELAX_INPLACE_GUARD_H_
+
+#include <map>
+#include <string>
+
+#include "ir/relax.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+/*! \brief A module with its unsafe in-place writes reverted, and the records saying which. */
+struct GuardedModule {
+  ir::IRModule mod;
+  /*! \brief Function name -> its RevertedInplaceWrite records (relax/memory_plan_records.h),
+   *         in program order; functions with none are absent. */
+  std::map<std::string, Array<ObjectRef>> reverted;
+};
+
+/*! \brief `mod` (Relax after CallTIRRewrite) with every unsafe in-place write of its Relax
+ *         functions reverted to a write into a fresh copy. */
+GuardedModule GuardInplaceWrites(const ir::IRModule& mod);
+
+}  // namespace relax
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_RELAX_INPLACE_GUARD_H_
