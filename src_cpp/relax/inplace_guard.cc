@@ -120,9 +120,14 @@ class WriteAnalysis {
   /*! \brief Whether writing `root` (through argument `arg` of `call` at `index`) is unsafe. */
   std::optional<UnsafeWrite> Judge(int64_t index, const Call& call, size_t arg, RootId root) {
     const Root& r = flow_.root(root);
-    // A parameter is the caller's tensor, written as the program says; storage of unknown
-    // origin, or a destination nothing wrote yet, holds no value of this function's.
-    if (r.kind == RootKind::kParam || r.kind == RootKind::kForeign) return std::nullopt;
+    // A parameter passed itself is the caller's tensor, written as the program says; storage
+    // of unknown origin, or a destination nothing wrote yet, holds no value of this function's.
+    const ObjectRef& written = call.args()[arg];
+    if (r.kind == RootKind::kParam && IsVar(written) && defined_at_.count(written.get()) &&
+        defined_at_.at(written.get()) < 0) {
+      return std::nullopt;
+    }
+    if (r.kind == RootKind::kForeign) return std::nullopt;
     // Already planned: tensors at offsets of one storage, which this analysis cannot tell apart.
     if (planned_.count(root)) return std::nullopt;
     if (r.kind == RootKind::kAllocated && !WrittenBefore(root, index)) return std::nullopt;
@@ -135,6 +140,11 @@ class WriteAnalysis {
       code = inplace_write::kConstant;
       reason = argument + " may refer to constant storage (" + r.origin +
                "): every later call would read what this one wrote";
+    } else if (r.kind == RootKind::kParam) {
+      code = inplace_write::kParameter;
+      reason = argument +
+               " may refer to a parameter's storage (a view of the caller's tensor, "
+               "which the function does not write as itself)";
     } else if (std::optional<std::string> read = ReadAfter(root, index, result)) {
       code = inplace_write::kReadAfter;
       reason = argument + " still holds the value it overwrites, which " + *read;

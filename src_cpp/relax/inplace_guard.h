@@ -16,19 +16,22 @@
  * \endcode
  *
  * A call of a PrimFunc writes argument `a` in place when it stores to `a`'s parameter and
- * `a`'s storage held a value before the call: a constant, or an allocation a call wrote before
+ * `a`'s storage held a value before the call: a constant, a parameter, or an allocation a call
+ * wrote before
  * (a destination `R.builtin.alloc_tensor` that this call fills is not in place). Such a write
  * is reverted when `a` may refer to
  *  1. a constant: every later call of the function would read what this one wrote;
  *  2. storage read after the call through a variable bound before it (other than the binding
  *     of the call's result that CallTIRRewrite emits right after it): that read expects the
- *     old value. Reads on the other branch of an `if` do not count.
- * A function parameter is written as the program says (MLC-LLM's sampling functions write their
- * callers' tensors in place on purpose), and so is storage of unknown origin (returned by a
+ *     old value (reads on the other branch of an `if` do not count);
+ *  3. a parameter's storage, written through another variable (a view: TVM's pass writes
+ *     into the copies RewriteDataflowReshape turns into views of the caller's tensor).
+ * A parameter passed itself is written as the program says (MLC-LLM's sampling functions write
+ * their callers' tensors in place on purpose), and so is storage of unknown origin (returned by a
  * packed function); neither is a value the function computed. Storage already planned
  * (`R.memory.alloc_storage`, whose tensors at offsets this analysis does not tell apart) is left
- * to the plan that placed it. A write the guard cannot
- * revert (the argument's shape is unknown) is an error naming it, never a wrong program.
+ * to the plan that placed it. A write the guard cannot revert (the argument's shape is unknown)
+ * is an error naming it, never a wrong program.
  */
 #ifndef TVM_MEMPLAN_RELAX_INPLACE_GUARD_H_
 #define TVM_MEMPLAN_RELAX_INPLACE_GUARD_H_

@@ -219,7 +219,8 @@ void RevertedInplaceWriteObj::RegisterReflection() {
               "The variable the call's result is bound to (\"\" when none).")
       .def_ro("code", &RevertedInplaceWriteObj::code,
               "Why it now writes a copy: \"constant\" (the next call would read the constant "
-              "changed) or \"read_after\" (the value it overwrote is read afterwards).")
+              "changed), \"parameter\" (it writes the caller's tensor through a view) or "
+              "\"read_after\" (the value it overwrote is read afterwards).")
       .def_ro("reason", &RevertedInplaceWriteObj::reason, "The same as a sentence.");
 }
 

@@ -64,6 +64,8 @@ inline constexpr const char* kDisabled = "disabled";
 namespace inplace_write {
 /*! \brief It writes into a constant, which the next call would read changed. */
 inline constexpr const char* kConstant = "constant";
+/*! \brief It writes a parameter through another variable (a view): the caller's tensor. */
+inline constexpr const char* kParameter = "parameter";
 /*! \brief The value it overwrites is read afterwards. */
 inline constexpr const char* kReadAfter = "read_after";
 }  // namespace inplace_write

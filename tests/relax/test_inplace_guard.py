@@ -168,6 +168,41 @@ class TestValueReadAfterGetsACopy(GuardRunCase):
     reference = relax_module(Kernels, main=_reference)
 
 
+class TestParameterThroughAViewGetsACopy(GuardRunCase):
+    """`v` is a view of the parameter `x` (a copy RewriteDataflowReshape made a view): writing
+    it would write the caller's tensor, which the function never writes as itself."""
+
+    @R.function
+    def _before(x: R.Tensor((4, 4), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        v = R.reshape(x, R.shape([16]))
+        SIN_INPLACE(v)
+        b = v
+        return b
+
+    @R.function
+    def _expected(x: R.Tensor((4, 4), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        v = R.reshape(x, R.shape([16]))
+        v_copy = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        _ = R.call_packed(COPY, v, v_copy, ty_args=(R.Tuple,))
+        SIN_INPLACE(v_copy)
+        b = v_copy
+        return b
+
+    @R.function
+    def _reference(x: R.Tensor((4, 4), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        v = R.reshape(x, R.shape([16]))
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        SIN(v, b)
+        return b
+
+    before = relax_module(Kernels, main=_before)
+    expected = relax_module(Kernels, main=_expected)
+    reference = relax_module(Kernels, main=_reference)
+
+
 class TestKeepsAValueNotReadAfter(GuardRunCase):
     """The in-place write every in-place pass means: `a` is read only through `b` afterwards."""
 
@@ -282,3 +317,26 @@ def test_our_planner_guards_what_tvms_inplace_pass_left_after_folding():
     planned = capture(run, ["tvm_memplan.StaticPlanBlockMemory"])
     (record,) = unsafe_inplace_writes(planned["tvm_memplan.StaticPlanBlockMemory"])["main"]
     assert record.code == "constant"
+
+
+@I.ir_module
+class CopyThatBecomesAView:
+    """`a` is a copy of `x` that RewriteDataflowReshape turns into a view of it: TVM's pass
+    makes `b` write into `a`, that is into the caller's `x`."""
+
+    @R.function
+    def main(x: R.Tensor((2, 4), "float32"), y: R.Tensor((2, 4), "float32")):
+        with R.dataflow():
+            a = R.astype(x, "float32")
+            b = R.add(a, y)
+            R.output(b)
+        return b
+
+
+def test_our_planner_guards_the_callers_tensor_from_tvms_inplace_pass():
+    """With TVM's in-place pass and TVM's planner the caller's `x` changes (see
+    test_stock_bug_copies_that_become_views_overwrite_the_caller_input); with our planner
+    the write goes to a copy: inputs untouched, three calls alike."""
+    mod = relax.transform.DataflowUseInplaceCalls()(CopyThatBecomesAView)
+    ours = relax.VirtualMachine(compile_with_planner(mod, planner="memplan"), tvm.cpu())
+    assert_same_relax_results(mod, mod, vms=(relax_vm(CopyThatBecomesAView), ours))

@@ -173,3 +173,30 @@ def test_the_fit_names_each_runs_refusal(tmp_path):
     for c in refused:
         reasons = c.could.split("not computed in place: ", 1)[1]
         assert reasons.endswith("(before LegalizeOps, before RewriteDataflowReshape)")
+
+
+def test_tvms_writes_into_a_constant_are_shown_not_counted_as_a_saving():
+    """TVM's pass makes `b` write into a view of the constant `k`: the report names that call
+    in its rows and JSON, and the stock figures are those of the call given a copy."""
+    import numpy as np
+    from tvm.script import ir as I
+    from tvm.script import relax as R
+
+    @I.ir_module
+    class ConstantThroughAView:
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            with R.dataflow():
+                k = R.const(np.arange(4, dtype="float32"))
+                a = R.astype(k, "float32")
+                b = R.add(a, x)
+                R.output(b)
+            return b
+
+    report = build_report(ConstantThroughAView, LLVM)
+    (write,) = report.inplace.stock_unsafe_writes["main"]
+    assert write.code == "constant"
+    assert "TVM's pass writes into a constant" in _section(render_text(report))
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["inplace"]["stock_unsafe_writes"]["main"][0]["code"] == "constant"
+    assert 'id="stock-unsafe-writes"' in render_html(report)

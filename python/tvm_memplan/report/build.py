@@ -411,7 +411,12 @@ class _RelaxBuilds:
             else _count_inplace_calls(self.stock_mod) - already,
             "memplan": sum(ran) if ran else None,
         }
-        return Inplace(conversions, self.runs, None, self.notes)
+        unsafe = {
+            name: list(plan.reverted_writes)
+            for name, plan in (self.stock_plans or {}).items()
+            if self.stock_mod is not None and len(plan.reverted_writes)
+        }
+        return Inplace(conversions, self.runs, None, self.notes, unsafe)
 
 
 def _callees(func: tvm.relax.Function) -> dict[str, str]:

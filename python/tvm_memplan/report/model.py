@@ -203,6 +203,11 @@ class Inplace:
     #: VM bytes of all Relax functions with TVM's planner and no in-place pass at all.
     without_inplace: int | None = None
     notes: list[str] = field(default_factory=list)
+    #: Per function, the calls TVM's pass made in place that write into a constant or into a
+    #: value read afterwards (RevertedInplaceWrite records): the stock build's results change
+    #: from call to call there, and the stock figures count those calls with the copy our
+    #: planner gives them, not as a saving.
+    stock_unsafe_writes: dict[str, list[Any]] = field(default_factory=dict)
 
     def decisions(self, function: str, binding: str) -> list[tuple[InplaceRun, Any]]:
         """Each run's decision for one binding (the runs that saw it)."""

@@ -254,6 +254,19 @@ def _inplace(report: Report) -> list[str]:
             + (f", {already} already in place" if already else "")
             + " (--json lists why)"
         )
+    unsafe = [
+        (name, str(w.callee), str(w.argument), str(w.reason))
+        for name, writes in inplace.stock_unsafe_writes.items()
+        for w in writes
+    ]
+    if unsafe:
+        lines.append(
+            f"  TVM's pass writes into a constant or a value read afterwards at {len(unsafe)} "
+            "calls: the stock build's results change from call to call; its figures count "
+            "these calls with a copy (what computing right takes), not as a saving:"
+        )
+        lines += table(("function", "callee", "argument", "why"), unsafe[:TOP])
+        lines += _more(len(unsafe), TOP, "such calls")
     lines += [f"  note: {note}" for note in inplace.notes]
     lines += _failures(report, "inplace")
     return lines
