@@ -109,6 +109,9 @@ def test_memplan_builds_wherever_stock_builds(mod, target):
     ours = _outcome(lambda: tvm_memplan.compile(mod, target))
     via_tvm = _outcome(lambda: tvm.compile(mod, target, relax_pipeline="memplan"))
     assert ours == stock and via_tvm == stock
+    if stock is not None:
+        # Both fail alike, which is all this test can check here: it did not build ours.
+        pytest.skip(f"the stock build fails too on {target} (so does ours, alike): {stock}")
 
 
 def _inplace_calls(mod: tvm.IRModule) -> int:
