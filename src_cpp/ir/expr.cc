@@ -45,6 +45,15 @@ ObjectRef IntConst(DLDataType dtype, int64_t value) {
 
 ObjectRef IntConst(const ObjectRef& like, int64_t value) { return IntConst(DTypeOf(like), value); }
 
+bool FitsIn(DLDataType dtype, int64_t value) {
+  if (dtype.bits >= 64) return dtype.code != kDLUInt || value >= 0;
+  if (dtype.code == kDLUInt || dtype.code == kDLBool) {
+    return value >= 0 && value < (int64_t{1} << dtype.bits);
+  }
+  int64_t limit = int64_t{1} << (dtype.bits - 1);
+  return value >= -limit && value < limit;
+}
+
 ObjectRef BoolConst(bool value) { return IntConst(DLDataType{kDLBool, 1, 1}, value ? 1 : 0); }
 
 ObjectRef StringConst(const std::string& value) {

@@ -29,6 +29,8 @@ bool IsPrimExpr(const ObjectRef& expr);
 std::optional<int64_t> AsConstInt(const ObjectRef& expr);
 /*! \brief An integer constant of the given dtype. */
 ObjectRef IntConst(DLDataType dtype, int64_t value);
+/*! \brief Whether `value` is representable in integer type `dtype` (an IntConst of it). */
+bool FitsIn(DLDataType dtype, int64_t value);
 /*! \brief An integer constant with the dtype of `like`. */
 ObjectRef IntConst(const ObjectRef& like, int64_t value);
 /*! \brief A boolean constant. */

@@ -156,16 +156,20 @@ class Finalizer {
     }
     // The extent: constant when the bounds move together; otherwise the tightest constant
     // bound we can prove; a symbolic extent only when it names no loop and reads no memory.
+    // A constant extent the buffer's extent type cannot hold keeps the extent (no
+    // compaction), rather than failing the pass.
+    auto constant = [&](int64_t e) {
+      if (!FitsIn(DTypeOf(extent), e)) return full("its extent overflows the extent type");
+      return std::make_pair(offset, IntConst(extent, std::max<int64_t>(e, 1)));
+    };
     if (lo.affine && hi.affine && lo.affine->SameTerms(*hi.affine)) {
       int64_t e = hi.affine->constant - lo.affine->constant + 1;
       if (options->is_strict && const_extent) e = std::min(e, *const_extent);
-      return {offset, IntConst(extent, std::max<int64_t>(e, 1))};
+      return constant(e);
     }
     ObjectRef span = analyzer_->Simplify(
         Add(Sub(BoundExpr(hi, dtype), BoundExpr(lo, dtype)), IntConst(dtype, 1)));
-    if (std::optional<int64_t> c = AsConstInt(span)) {
-      return {offset, IntConst(extent, std::max<int64_t>(*c, 1))};
-    }
+    if (std::optional<int64_t> c = AsConstInt(span)) return constant(*c);
     if (!LoopOrDataDependent(span)) return {offset, span};
     // min(a, ...) - max(b, ...) <= a - b for any terms a, b: bound each pair of accesses.
     int64_t bound = analyzer_->ConstBound(span).second;
@@ -178,6 +182,13 @@ class Finalizer {
     if (pairwise != kNoBound) bound = std::min(bound, pairwise + 1);
     if (options->is_strict && const_extent) bound = std::min(bound, *const_extent);
     if (bound == kNoBound) return full("extent depends on a loop and has no constant bound");
+    // A symbolic extent stays unless the bound is provably no larger: a data-dependent range
+    // is bounded only by its type (2**31 - 1 for int32), far above the buffer's own extent.
+    if (!const_extent && (!FitsIn(DTypeOf(extent), bound) ||
+                          !analyzer_->CanProve(LE(IntConst(extent, bound), extent)))) {
+      return full("the constant bound " + std::to_string(bound) +
+                  " of a loop-dependent extent is not provably below the extent");
+    }
     return {offset, IntConst(extent, std::max<int64_t>(bound, 1))};
   }
 

@@ -258,7 +258,11 @@ void LoopRanges::BoundSymbolicRanges(const Analyzer& analyzer) {
   for (size_t k = 0; k < relaxed.size(); ++k) {
     if (!relaxed[k] || constant[k]) continue;
     auto [l, h] = analyzer.ConstBound((*loops)[k].var);
-    if (l != kNoLowerBound && h != kNoBound) {
+    // A data-dependent extent (the difference of two int32 loads) can be bounded past what the
+    // variable's type holds: such a bound is no constant of that type, so the range stays
+    // symbolic (it would not be written as one).
+    DLDataType dtype = DTypeOf((*loops)[k].var);
+    if (l != kNoLowerBound && h != kNoBound && FitsIn(dtype, l) && FitsIn(dtype, h)) {
       constant[k] = true;
       lo[k] = l;
       hi[k] = h;

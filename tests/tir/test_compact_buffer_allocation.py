@@ -1282,6 +1282,44 @@ class TestDataDependentIndexKeepsTheExtent(BaseCompactTest):
     runs_on_cpu = False  # random I[k] would index out of bounds
 
 
+class TestExtentOfADifferenceOfLoadsKeepsTheBuffer(BaseCompactTest):
+    """`range(P[b + 1] - P[b])`, as the paged KV cache's ragged kernels loop: the analyzer bounds
+    `k` by 2**32 - 2, past what its int32 holds, so that bound is no constant of `k`'s type and
+    the range stays symbolic: `B` keeps its extent (the pass once failed on it, "Literal value
+    4294967294 exceeds range of int32", failing every build of an LLM with a KV cache)."""
+
+    @T.prim_func
+    def before(A: T.Buffer((64,), "float32"), P: T.Buffer((3,), "int32")):
+        for b in range(2):
+            B = T.alloc_buffer((64,), "float32")
+            for k in range(P[b + 1] - P[b]):
+                B[k] = A[P[b] + k]
+            for k in range(P[b + 1] - P[b]):
+                A[P[b] + k] = B[k] * T.float32(2)
+
+    runs_on_cpu = False  # random P would index out of bounds
+
+
+class TestSymbolicExtentIsNotReplacedByItsTypesBound(BaseCompactTest):
+    """The same loops over a buffer of symbolic extent `n`: the only constant bound of the
+    range is its type's (2**31 - 1), not provably below `n`, so `B` keeps `n` (the pass once
+    made it 2**31 - 1 elements, and the paged KV cache's attention kernels then allocated
+    negative sizes once flattened)."""
+
+    @T.prim_func
+    def before(a: T.handle, P: T.Buffer((3,), "int32")):
+        n = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        for b in range(2):
+            B = T.alloc_buffer((n,), "float32")
+            for k in range(P[b + 1] - P[b]):
+                B[k] = A[P[b] + k]
+            for k in range(P[b + 1] - P[b]):
+                A[P[b] + k] = B[k] * T.float32(2)
+
+    runs_on_cpu = False  # random P would index out of bounds
+
+
 def _gather_args(func, seed=0):
     """Random inputs whose `Idx` values keep `Idx[i] + 3` inside the 64-element source."""
     args = testing.random_args(func, seed)
