@@ -70,6 +70,7 @@ def test_the_real_benchmarks_are_discovered_and_take_quick():
         "concat": True,
         "compile_time": True,
         "inplace": True,
+        "llm": True,
         "plan": True,
         "runtime": True,
         "transpose": True,

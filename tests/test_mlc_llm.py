@@ -1,0 +1,202 @@
+"""tvm-memplan inside MLC-LLM's compile pipeline, on an LLM built as MLC-LLM builds one
+(zoo/llm.py): the pipeline is MLC's order without ComputePrimValue, the memplan build runs the
+model as MLC's engine does (paged KV cache, prefill, decode, batches) with the stock build's
+results bit for bit, and a call past a bound is an error naming the variable."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import tvm
+
+import tvm_memplan
+from zoo import llm
+
+# Sizes for a cheap build: MLC's llvm schedule (dlight's CPU GEMV rule) vectorizes each decode
+# GEMV over 64 or 128 lanes and unrolls its reduction, and LLVM spends seconds on each such
+# kernel even at opt-level 0 (minutes at its default). With the intermediate size equal to
+# heads * head_dim and half as many KV heads, attention and MLP share their two GEMV kernels.
+# A prefill chunk of 64 keeps the past-the-bound call cheap.
+CONFIG = llm.LlamaConfig(
+    vocab_size=256,
+    hidden_size=64,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    prefill_chunk_size=64,
+)
+# Code generation at opt-level 0: the same for both builds, so results compare bit for bit.
+TARGET = tvm.target.Target({"kind": "llvm", "opt-level": 0})
+
+# mlc-ai/mlc-llm python/mlc_llm/compiler_pass/pipeline.py, `_mlc_llm_pipeline`: its passes in
+# its order, those that act on this build (llvm; no flashinfer, cuBLAS, CUDA graphs, tensor or
+# pipeline parallelism, quantization), named as the passes name themselves: MLC's
+# AttachMetadataWithMemoryUsage is "AttachMetadata", tvm.tir.transform.BindTarget and
+# ForceNarrowIndexToInt32 are "tirx.BindTarget" and "tirx.NarrowDataType", and
+# dl.ApplyDefaultSchedule(dl.cpu.GEMV()) is "ApplyDefaultSchedule". No ComputePrimValue.
+MLC_LLM_ORDER = [
+    # Phase 0
+    "AttachVariableBounds",
+    "AttachMemoryPlanAttr",
+    "tirx.BindTarget",
+    # Phase 1
+    "FuseTransposeMatmul",
+    # Phase 2
+    "DispatchSampling",
+    "DispatchSortScan",
+    "LegalizeOps",
+    "AnnotateTIROpPattern",
+    "FoldConstant",
+    "FuseOps",
+    "FuseTIR",
+    # Phase 3
+    "DeadCodeElimination",
+    "CleanUpTIRAttrs",
+    # Phase 4
+    "ApplyDefaultSchedule",
+    "tirx.NarrowDataType",
+    "RewriteDataflowReshape",
+    "ToNonDataflow",
+    "RemovePurityChecking",
+    "CallTIRRewrite",
+    "StaticPlanBlockMemory",
+    "AttachMetadata",
+    "RewriteCUDAGraph",
+    "LowerGPUIPCAllocStorage",
+    "LowerAllocTensor",
+    "KillAfterLastUse",
+    "LowerRuntimeBuiltin",
+    "VMShapeLower",
+    "AttachGlobalSymbol",
+]
+
+# Three generations: a short prompt, a longer one, one exactly at the prefill chunk.
+PROMPT_LENGTHS = (5, 23, CONFIG.prefill_chunk_size)
+DECODE_STEPS = 3
+
+
+def _build(memplan: bool) -> dict:
+    """The executable's VM, the passes that ran (all of them, and the pipeline's own: those
+    its Sequential ran directly) and the metadata the pipeline wrote."""
+    metadata: dict = {}
+    pipeline = llm.mlc_llm_pipeline(variable_bounds=CONFIG.variable_bounds, metadata=metadata)
+    ran: list[str] = []
+    own: list[str] = []
+    stack: list[str] = []
+
+    @tvm.instrument.pass_instrument
+    class Record:
+        def run_before_pass(self, _mod, info):
+            ran.append(info.name)
+            if stack[-2:] == ["mlc_llm_pipeline", "sequential"]:
+                own.append(info.name)
+            stack.append(info.name)
+
+        def run_after_pass(self, _mod, _info):
+            stack.pop()
+
+    mod, _ = llm.llm_module(CONFIG, TARGET)
+    with tvm.transform.PassContext(instruments=[Record()]):
+        if memplan:
+            ex = tvm.compile(
+                mod,
+                TARGET,
+                tir_pipeline="memplan",
+                relax_pipeline=tvm_memplan.relax_pipeline(pipeline),
+            )
+        else:
+            ex = tvm.compile(mod, TARGET, relax_pipeline=pipeline)
+    vm = tvm.relax.VirtualMachine(ex, tvm.cpu())  # LLVM compiles the kernels here
+    return {"vm": vm, "ran": ran, "own": own, "metadata": metadata}
+
+
+@pytest.fixture(scope="module")
+def stock():
+    return _build(memplan=False)
+
+
+@pytest.fixture(scope="module")
+def ours():
+    return _build(memplan=True)
+
+
+def _prompt(length: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, CONFIG.vocab_size, size=length)
+
+
+def test_pipeline_is_mlc_llm_order_without_compute_prim_value():
+    passes = llm.mlc_llm_passes(tvm.target.Target("llvm"), CONFIG.variable_bounds)
+    names = [p.info.name for p in passes]
+    assert names == MLC_LLM_ORDER
+    assert "ComputePrimValue" not in names
+
+
+# What tvm_memplan.relax_pipeline builds in place of TVM's passes (docs/pipelines.md).
+OURS = {
+    "LegalizeOps": "tvm_memplan.LegalizeOps",
+    "RewriteDataflowReshape": "tvm_memplan.RewriteDataflowReshape",
+    "StaticPlanBlockMemory": "tvm_memplan.StaticPlanBlockMemory",
+}
+
+
+def test_builds_ran_mlc_llm_order(stock, ours):
+    """The pipeline's passes ran as it ran, in MLC's order, with ours in place of TVM's in
+    the memplan build. The stock build never ran ComputePrimValue; the memplan build's
+    pipeline did not either (our planner may run it inside itself, on what it emits)."""
+    assert stock["own"] == MLC_LLM_ORDER
+    assert ours["own"] == [OURS.get(name, name) for name in MLC_LLM_ORDER]
+    assert "ComputePrimValue" not in stock["ran"]
+
+
+def test_memplan_runs_the_model_as_stock_does(stock, ours):
+    """Every output of every function, over three generations with fresh prompts (each one
+    prefill, three decode steps, a two-sequence batch prefill and three batch decode steps,
+    and the same for the hidden-state forms), is the stock build's bit for bit."""
+    weights = llm.llm_weights(CONFIG, seed=0)
+    for generation, length in enumerate(PROMPT_LENGTHS):
+        prompt = _prompt(length, seed=generation)
+        expected = llm.run_llm(stock["vm"], CONFIG, weights, prompt, DECODE_STEPS, seed=generation)
+        actual = llm.run_llm(ours["vm"], CONFIG, weights, prompt, DECODE_STEPS, seed=generation)
+        assert sorted(actual) == sorted(expected) == sorted(llm.LLM_FUNCTIONS[:-1])
+        for name, arrays in expected.items():
+            assert len(actual[name]) == len(arrays)
+            for got, want in zip(actual[name], arrays, strict=True):
+                assert np.isfinite(want).all() and np.abs(want).max() > 0, name
+                np.testing.assert_array_equal(got, want, err_msg=f"{name}, prompt of {length}")
+
+
+def test_metadata_reports_the_planned_bytes(stock, ours):
+    """AttachMetadata's "memory_usage" (MLC's estimate: the planned storage of each function)
+    is in the executable's `_metadata()` as in the dict given, for both builds, and ours is
+    never more than stock's."""
+    for build in (stock, ours):
+        usage = build["metadata"]["memory_usage"]
+        assert json.loads(build["vm"]["_metadata"]())["memory_usage"] == usage
+        assert set(usage) == set(llm.LLM_FUNCTIONS)
+    for function, stock_bytes in stock["metadata"]["memory_usage"].items():
+        assert ours["metadata"]["memory_usage"][function] <= stock_bytes, function
+
+
+def test_prefill_past_the_chunk_is_an_error_naming_seq_len(stock, ours):
+    """A prefill longer than the prefill chunk, in a cache that would take it: the memplan
+    build stops with an error naming seq_len and its bound; the stock build fails on its
+    storage."""
+    length = CONFIG.prefill_chunk_size + 1
+    weights = llm.llm_weights(CONFIG, seed=0)
+    embedding = weights[0][_prompt(length, seed=7)][None]
+    shape = tvm.runtime.ShapeTuple
+    for build, error in (
+        (ours, rf"prefill: shape variable seq_len = {length} exceeds its tir_var_upper_bound"),
+        (stock, "storage allocation failure"),
+    ):
+        vm = build["vm"]
+        cache = llm.create_kv_cache(vm, CONFIG, prefill_chunk_size=2 * length)
+        tvm.get_global_func("vm.builtin.kv_state_add_sequence")(cache, 0)
+        tvm.get_global_func("vm.builtin.kv_state_begin_forward")(cache, shape([0]), shape([length]))
+        params = [tvm.runtime.tensor(w, tvm.cpu()) for w in weights]
+        with pytest.raises(Exception, match=error):
+            vm["prefill"](tvm.runtime.tensor(embedding, tvm.cpu()), cache, params)
