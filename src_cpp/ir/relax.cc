@@ -37,6 +37,40 @@ Tuple Tuple::WithFields(const Array<ObjectRef>& fields) const {
   return Tuple(ir::WithFields(ref_, {{&field::Tuple_fields, fields}}));
 }
 
+namespace {
+
+SeqExpr RebindSeq(const SeqExpr& seq, const Rebind& rebind) {
+  Array<ObjectRef> blocks;
+  for (const ObjectRef& item : seq.blocks()) {
+    BindingBlock block(item);
+    Array<ObjectRef> bindings;
+    for (const ObjectRef& b : block.bindings()) {
+      Binding binding(b);
+      std::optional<If> branch = As<If>(binding.value());
+      if (!branch) {
+        rebind(binding, &bindings);
+        continue;
+      }
+      auto rewritten = [&](const ObjectRef& body) {
+        std::optional<SeqExpr> inner = As<SeqExpr>(body);
+        return inner ? RebindSeq(*inner, rebind).ref() : body;
+      };
+      bindings.push_back(binding
+                             .WithValue(branch->WithBranches(rewritten(branch->true_branch()),
+                                                             rewritten(branch->false_branch())))
+                             .ref());
+    }
+    blocks.push_back(block.WithBindings(bindings).ref());
+  }
+  return seq.WithBlocks(blocks);
+}
+
+}  // namespace
+
+Function RebindEach(const Function& func, const Rebind& rebind) {
+  return func.WithBody(RebindSeq(SeqExpr(func.body(), "Function.body"), rebind).ref());
+}
+
 ObjectRef Binding::value() const {
   if (type::MatchCast.IsInstance(ref_)) return field::MatchCast_value.Get<ObjectRef>(ref_);
   return field::VarBinding_value.Get<ObjectRef>(ref_);

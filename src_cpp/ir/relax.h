@@ -13,6 +13,7 @@
 #ifndef TVM_MEMPLAN_IR_RELAX_H_
 #define TVM_MEMPLAN_IR_RELAX_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -178,6 +179,17 @@ ObjectRef AnyType();
 
 /*! \brief An operator attribute (`ir.OpGetAttr`), or None when the operator does not set it. */
 Any OpAttr(const ObjectRef& op, const char* key);
+
+/*! \brief What a rewrite makes of one binding: it appends its replacements (none, itself, or
+ *         several bindings) to `out`. */
+using Rebind = std::function<void(const Binding& binding, Array<ObjectRef>* out)>;
+
+/*!
+ * \brief `func` with every binding replaced by what `rebind` appends for it, in every binding
+ *        block, inside `if` branches too (an `if` binding itself keeps its place, with its
+ *        branches rewritten).
+ */
+Function RebindEach(const Function& func, const Rebind& rebind);
 
 /*!
  * \brief A relax.BlockBuilder: normalizes expressions, collects emitted bindings and adds

@@ -25,10 +25,7 @@ namespace relax {
 
 using namespace ir;
 using ir::relax::Binding;
-using ir::relax::BindingBlock;
 using ir::relax::Function;
-using ir::relax::If;
-using ir::relax::SeqExpr;
 using ir::relax::TensorType;
 using ir::relax::Tuple;
 using ir::relax::TypeOf;
@@ -251,33 +248,12 @@ class WriteReverter {
   }
 
   Function operator()(const Function& func) {
-    return func.WithBody(Seq(SeqExpr(func.body(), "Function.body")).ref());
+    return ir::relax::RebindEach(
+        func, [this](const Binding& binding, Array<ObjectRef>* out) { Rebind(binding, out); });
   }
 
  private:
-  SeqExpr Seq(const SeqExpr& seq) {
-    Array<ObjectRef> blocks;
-    for (const ObjectRef& item : seq.blocks()) {
-      BindingBlock block(item);
-      Array<ObjectRef> bindings;
-      for (const ObjectRef& b : block.bindings()) Rebind(Binding(b), &bindings);
-      blocks.push_back(block.WithBindings(bindings).ref());
-    }
-    return seq.WithBlocks(blocks);
-  }
-
   void Rebind(const Binding& binding, Array<ObjectRef>* out) {
-    if (std::optional<If> branch = As<If>(binding.value())) {
-      auto branch_of = [&](const ObjectRef& b) {
-        std::optional<SeqExpr> seq = As<SeqExpr>(b);
-        return seq ? Seq(*seq).ref() : b;
-      };
-      out->push_back(binding
-                         .WithValue(branch->WithBranches(branch_of(branch->true_branch()),
-                                                         branch_of(branch->false_branch())))
-                         .ref());
-      return;
-    }
     auto result = results_.find(binding.get());
     if (result != results_.end()) {
       out->push_back(binding.WithValue(Substituted(binding.value(), result->second)).ref());

@@ -21,7 +21,6 @@ using namespace ir;
 using ir::relax::Binding;
 using ir::relax::BindingBlock;
 using ir::relax::Function;
-using ir::relax::If;
 using ir::relax::SeqExpr;
 
 namespace {
@@ -98,22 +97,12 @@ class PlanApplier {
   /*! \brief `func` with its tensors placed, and the storages allocated at its start (so a
    *         tensor made in an `if` branch and read after it has storage in scope). */
   Function operator()(const Function& func) const {
-    Function placed = func.WithBody(Seq(SeqExpr(func.body(), "Function.body")).ref());
+    Function placed = ir::relax::RebindEach(
+        func, [this](const Binding& binding, Array<ObjectRef>* out) { Rebind(binding, out); });
     return PrependBindings(placed, storage_bindings_);
   }
 
  private:
-  SeqExpr Seq(const SeqExpr& seq) const {
-    Array<ObjectRef> blocks;
-    for (const ObjectRef& item : seq.blocks()) {
-      BindingBlock block(item);
-      Array<ObjectRef> bindings;
-      for (const ObjectRef& b : block.bindings()) Rebind(Binding(b), &bindings);
-      blocks.push_back(block.WithBindings(bindings).ref());
-    }
-    return seq.WithBlocks(blocks);
-  }
-
   void Rebind(const Binding& binding, Array<ObjectRef>* out) const {
     // A copy-free concatenation: its output already holds its inputs.
     if (dropped_.count(binding.get())) return;
@@ -140,19 +129,7 @@ class PlanApplier {
               .ref());
       return;
     }
-    if (std::optional<If> branch = As<If>(binding.value())) {
-      out->push_back(binding
-                         .WithValue(branch->WithBranches(Branch(branch->true_branch()),
-                                                         Branch(branch->false_branch())))
-                         .ref());
-      return;
-    }
     out->push_back(binding.ref());
-  }
-
-  ObjectRef Branch(const ObjectRef& branch) const {
-    std::optional<SeqExpr> seq = As<SeqExpr>(branch);
-    return seq ? Seq(*seq).ref() : branch;
   }
 
   ObjectRef alloc_storage_, alloc_tensor_, ensure_zero_offset_;
