@@ -182,12 +182,16 @@ class Finalizer {
     if (pairwise != kNoBound) bound = std::min(bound, pairwise + 1);
     if (options->is_strict && const_extent) bound = std::min(bound, *const_extent);
     if (bound == kNoBound) return full("extent depends on a loop and has no constant bound");
-    // A symbolic extent stays unless the bound is provably no larger: a data-dependent range
-    // is bounded only by its type (2**31 - 1 for int32), far above the buffer's own extent.
-    if (!const_extent && (!FitsIn(DTypeOf(extent), bound) ||
-                          !analyzer_->CanProve(LE(IntConst(extent, bound), extent)))) {
+    // A data-dependent range is bounded only by its type (2**31 - 1 for int32): a bound in the
+    // upper half of the extent type's range says nothing of the buffer, and a buffer that large
+    // would overflow its flattened size. A symbolic extent then stays.
+    DLDataType extent_type = DTypeOf(extent);
+    bool type_bound =
+        !FitsIn(extent_type, bound) ||
+        (bound > 0 && !FitsIn(extent_type, bound > kNoBound / 2 ? kNoBound : 2 * bound));
+    if (!const_extent && type_bound) {
       return full("the constant bound " + std::to_string(bound) +
-                  " of a loop-dependent extent is not provably below the extent");
+                  " of a loop-dependent extent is its type's, not the buffer's");
     }
     return {offset, IntConst(extent, std::max<int64_t>(bound, 1))};
   }
