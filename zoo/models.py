@@ -4,8 +4,8 @@ Each builder returns ``(IRModule, function name)``; the exported function takes 
 input first and the weights after it (``export_tvm``'s layout), so weights are parameters the
 caller owns, as in a deployed model. Besides small blocks (an MLP, one transformer block, an
 LSTM cell) the zoo holds scaled-down versions of the architectures users deploy: a ResNet, a
-MobileNetV2, a MnasNet, a RegNet-Y, a DenseNet, a U-Net, an Inception network and a vision
-transformer.
+MobileNetV2, a MnasNet, a RegNet-Y, a DenseNet, a U-Net, an Inception network, a GhostNet and a
+vision transformer.
 """
 
 from __future__ import annotations
@@ -440,6 +440,73 @@ class Inception(nn.Module):
         return self.head(_global_average_pool(h))
 
 
+class GhostModule(nn.Module):
+    """GhostNet's module: a 1x1 convolution makes half the channels, a cheap depthwise 3x3
+    convolution of them makes the other half, and the two are concatenated."""
+
+    def __init__(self, inputs: int, outputs: int, relu: bool = True):
+        half = outputs // 2
+        self.primary = nn.Conv2D(inputs, half, 1)
+        self.cheap = nn.Conv2D(half, half, 3, padding=1, groups=half)
+        self.relu = relu
+
+    def forward(self, x: nn.Tensor):
+        a = self.primary(x)
+        a = nn.relu(a) if self.relu else a
+        b = self.cheap(a)
+        b = nn.relu(b) if self.relu else b
+        return op.concat([a, b], dim=1)
+
+
+class GhostBottleneck(nn.Module):
+    """GhostNet's bottleneck: an expanding ghost module, a strided depthwise convolution when it
+    downsamples, a linear ghost module, and a residual (a 1x1 projection when the shape
+    changes)."""
+
+    def __init__(self, inputs: int, hidden: int, outputs: int, stride: int):
+        self.expand = GhostModule(inputs, hidden)
+        self.stride = stride
+        if stride > 1:
+            self.depthwise = nn.Conv2D(hidden, hidden, 3, stride=stride, padding=1, groups=hidden)
+        self.project = GhostModule(hidden, outputs, relu=False)
+        self.shortcut = (
+            None
+            if stride == 1 and inputs == outputs
+            else nn.Conv2D(inputs, outputs, 1, stride=stride)
+        )
+
+    def forward(self, x: nn.Tensor):
+        h = self.expand(x)
+        if self.stride > 1:
+            h = self.depthwise(h)
+        h = self.project(h)
+        return h + (x if self.shortcut is None else self.shortcut(x))
+
+
+class GhostNet(nn.Module):
+    """GhostNet-like at 64x64: a strided stem, four ghost bottlenecks (two downsampling), a
+    classifier."""
+
+    # (hidden, output channels, stride) per bottleneck
+    BLOCKS = ((16, 16, 1), (48, 24, 2), (72, 24, 1), (72, 40, 2))
+
+    def __init__(self, classes: int = 10):
+        self.stem = nn.Conv2D(3, 16, 3, stride=2, padding=1)
+        blocks = []
+        inputs = 16
+        for hidden, outputs, stride in self.BLOCKS:
+            blocks.append(GhostBottleneck(inputs, hidden, outputs, stride))
+            inputs = outputs
+        self.blocks = nn.ModuleList(blocks)
+        self.head = nn.Linear(inputs, classes)
+
+    def forward(self, x: nn.Tensor):
+        h = nn.relu(self.stem(x))
+        for block in self.blocks:
+            h = block(h)
+        return self.head(_global_average_pool(h))
+
+
 class VisionTransformer(nn.Module):
     """ViT-like: a strided convolution cuts patches, a learned position embedding, transformer
     encoder blocks, a final norm, mean pooling over tokens and a classifier."""
@@ -527,6 +594,10 @@ def inception():
     return _export(Inception(), (1, 3, 32, 32))
 
 
+def ghostnet():
+    return _export(GhostNet(), (1, 3, 64, 64))
+
+
 def vision_transformer():
     return _export(VisionTransformer(), (1, 3, 32, 32))
 
@@ -544,5 +615,6 @@ ZOO = {
     "densenet": densenet,
     "unet": unet,
     "inception": inception,
+    "ghostnet": ghostnet,
     "vision_transformer": vision_transformer,
 }
