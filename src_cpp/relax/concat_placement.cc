@@ -87,7 +87,7 @@ class Placer {
     if (!layout.contiguous) return Refuse(concat::kNotContiguous, layout.not_contiguous);
     size_t n = call.args.size() - 1;
     for (size_t j = 0; j < n; ++j) {
-      if (layout.byte_offsets[j] % alignment_ != 0) {
+      if (layout.Sliced(j) && layout.byte_offsets[j] % alignment_ != 0) {
         return Refuse(concat::kUnaligned,
                       "the slice of " + Quoted(call.arg_names[j]) + " starts at byte " +
                           std::to_string(layout.byte_offsets[j]) + ", not a multiple of the " +
@@ -97,6 +97,14 @@ class Placer {
     std::set<int64_t> seen;
     for (size_t j = 0; j <= n; ++j) {
       int64_t t = call.args[j];
+      if (j < n && !layout.Sliced(j)) {
+        // Only read, by a kernel that also writes the output: not the output itself.
+        if (t >= 0 && t == call.args[n]) {
+          return Refuse(concat::kSameTensor,
+                        Quoted(call.arg_names[j]) + " is passed as an input and as the output");
+        }
+        continue;
+      }
       if (t < 0 || !tensors_[t].placed) {
         return Refuse(concat::kNotPlaced,
                       Quoted(call.arg_names[j]) +
@@ -122,6 +130,7 @@ class Placer {
       }
     }
     for (size_t j = 0; j < n; ++j) {
+      if (!layout.Sliced(j)) continue;
       const ConcatTensor& input = tensors_[call.args[j]];
       for (int64_t write : input.writes) {
         if (write > call.step) {
@@ -145,6 +154,7 @@ class Placer {
       OffsetSets trial = sets;
       bool agrees = true;
       for (size_t j = 0; j < n && agrees; ++j) {
+        if (!call.layout.Sliced(j)) continue;
         agrees = trial.Relate(call.args[j], call.args[n], call.layout.byte_offsets[j]);
       }
       if (!agrees) {
@@ -178,21 +188,57 @@ class Placer {
   /*! \brief Rule 5; on a violation, the concatenation to refuse and its refusal. */
   std::optional<std::pair<size_t, ConcatDecision>> CheckGroups(
       const ConcatPlacement& result) const {
-    std::vector<int64_t> made_by(tensors_.size(), -1);  // tensor -> copy-free call making it
+    // Tensor -> the copy-free call making it: a dropped one makes no write, a kernel that runs
+    // writes all but its sliced inputs' bytes.
+    std::vector<int64_t> made_by(tensors_.size(), -1);
     for (size_t c = 0; c < calls_.size(); ++c) {
       if (result.decisions[c].copy_free) made_by[calls_[c].args.back()] = static_cast<int64_t>(c);
     }
+    auto dropped = [&](int64_t t) {
+      return made_by[t] >= 0 && !calls_[made_by[t]].layout.computes;
+    };
+    // The bytes kernels write into `t`, in its group's coordinates.
+    auto written_ranges = [&](int64_t t) {
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      int64_t begin = result.delta[t], end = begin + tensors_[t].bytes;
+      if (made_by[t] < 0) return decltype(ranges){{begin, end}};
+      if (dropped(t)) return ranges;
+      const ConcatCall& call = calls_[made_by[t]];
+      std::vector<std::pair<int64_t, int64_t>> holes;  // the sliced inputs' bytes
+      for (size_t j = 0; j + 1 < call.args.size(); ++j) {
+        if (!call.layout.Sliced(j)) continue;
+        int64_t start = begin + call.layout.byte_offsets[j];
+        holes.emplace_back(start, start + tensors_[call.args[j]].bytes);
+      }
+      std::sort(holes.begin(), holes.end());
+      for (const auto& [hole, hole_end] : holes) {
+        if (begin < hole) ranges.emplace_back(begin, hole);
+        begin = std::max(begin, hole_end);
+      }
+      if (begin < end) ranges.emplace_back(begin, end);
+      return ranges;
+    };
     auto shares_bytes = [&](int64_t a, int64_t b) {
       return result.group[a] >= 0 && result.group[a] == result.group[b] &&
              Overlap(result.delta[a], tensors_[a].bytes, result.delta[b], tensors_[b].bytes);
     };
-    // The latest copy-free concatenation reading `t`, the one that put it in its group.
+    auto both_written = [&](int64_t a, int64_t b) {
+      for (const auto& [a0, a1] : written_ranges(a)) {
+        for (const auto& [b0, b1] : written_ranges(b)) {
+          if (Overlap(a0, a1 - a0, b0, b1 - b0)) return true;
+        }
+      }
+      return false;
+    };
+    // The latest copy-free concatenation holding `t` at a slice, the one that put it in its
+    // group.
     auto placing_call = [&](int64_t t) {
       int64_t found = -1;
       for (size_t c = 0; c < calls_.size(); ++c) {
-        const std::vector<int64_t>& args = calls_[c].args;
-        if (result.decisions[c].copy_free && std::count(args.begin(), args.end() - 1, t)) {
-          found = static_cast<int64_t>(c);
+        const ConcatCall& call = calls_[c];
+        if (!result.decisions[c].copy_free) continue;
+        for (size_t j = 0; j + 1 < call.args.size(); ++j) {
+          if (call.args[j] == t && call.layout.Sliced(j)) found = static_cast<int64_t>(c);
         }
       }
       return found;
@@ -200,8 +246,9 @@ class Placer {
     for (size_t a = 0; a < tensors_.size(); ++a) {
       for (size_t b = 0; b < tensors_.size(); ++b) {
         if (a == b || !shares_bytes(a, b)) continue;
-        if (a < b && made_by[a] < 0 && made_by[b] < 0) {
+        if (a < b && both_written(a, b)) {
           int64_t c = std::max(placing_call(a), placing_call(b));
+          if (c < 0) c = std::max(made_by[a], made_by[b]);
           return std::make_pair(
               static_cast<size_t>(c),
               ConcatDecision{false, concat::kConflict,

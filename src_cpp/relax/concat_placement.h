@@ -10,19 +10,32 @@
  *   c = alloc((1, 8, 8, 8)); cls.concatenate(a, b, c)  c: group 0 at 0; the call is dropped
  * \endcode
  *
+ * After fusion the kernel also computes part of the output (`cat(upsample(x), skip)` in one
+ * PrimFunc); then only its sliced inputs are placed, the call runs, and it writes each of them
+ * back where it already lies:
+ *
+ * \code
+ *   s = alloc((1, 8, 32, 32)); cls.conv(e, s)                 s: group 0, 64 KiB into it
+ *   c = alloc((1, 24, 32, 32)); cls.fused_resize_concat(x, s, c)   c: group 0 at 0; call stays
+ * \endcode
+ *
  * A concatenation (a call of a PrimFunc that relax/concat_prim_func.h proves one) is copy-free
- * when all of the following hold; otherwise it keeps its copy and its decision says why:
- *  1. each input is a contiguous slice of the output (every dimension before the axis is 1),
- *     at an offset that is a multiple of the alignment;
- *  2. the inputs and the output are distinct tensors the planner places (allocated by this
- *     function, not returned, not escaping, of static size), on one device and storage scope;
- *  3. the output is not used before the concatenation, and no input is written after it;
+ * when all of the following hold for its sliced inputs; otherwise it keeps its copy and its
+ * decision says why:
+ *  1. each is a contiguous slice of the output (every dimension before the axis is 1), at an
+ *     offset that is a multiple of the alignment;
+ *  2. they and the output are distinct tensors the planner places (allocated by this function,
+ *     not returned, not escaping, of static size), on one device and storage scope; an input
+ *     the kernel only computes from is not the output;
+ *  3. the output is not used before the concatenation, and no sliced input is written after
+ *     it;
  *  4. its placement agrees with every other copy-free concatenation sharing a tensor: a tensor
  *     has one place (DenseNet's prefix concatenations of one block all share one buffer);
- *  5. in each group of tensors placed together, the tensors a kernel writes (those that are not
- *     outputs of copy-free concatenations) share no byte, and no call writes a tensor of the
- *     group, other than to produce it, while another tensor over the same bytes, defined before
- *     the write, is still read after it (the concatenation's snapshot would change).
+ *  5. in each group of tensors placed together, the bytes kernels write share no byte (a
+ *     dropped concatenation writes none; one whose kernel runs writes all of its output but its
+ *     sliced inputs' bytes), and no call writes a tensor of the group, other than to produce it,
+ *     while another tensor over the same bytes, defined before the write, is still read after it
+ *     (the concatenation's snapshot would change).
  * A concatenation refused by rule 4 or 5 is refused alone, and the others are checked again.
  */
 #ifndef TVM_MEMPLAN_RELAX_CONCAT_PLACEMENT_H_
@@ -65,6 +78,8 @@ struct ConcatCall {
 
 /*! \brief What becomes of one ConcatCall. */
 struct ConcatDecision {
+  /*! \brief Whether its sliced inputs sit at their slices (the call is dropped unless its
+   *         layout `computes`). */
   bool copy_free = false;
   /*! \brief A code of namespace `concat` (relax/memory_plan_records.h), and a sentence. */
   const char* code = "";

@@ -21,21 +21,38 @@ using namespace ir;
 
 namespace {
 
+bool ReadsBuffer(const ObjectRef& expr) {
+  bool reads = false;
+  ffi::StructuralVisit(
+      expr,
+      [&](const ObjectRef& n, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+        if (Is<BufferLoad>(n)) reads = true;
+        if (!reads && n.defined()) engine->DefaultVisitExpected(n).value();
+        return std::nullopt;
+      });
+  return reads;
+}
+
+/*! \brief The condition of `value` when it is an `if_then_else` whose condition reads no
+ *         buffer (a selection between its other two arguments). */
+std::optional<Call> AsSelection(const ObjectRef& value) {
+  std::optional<Call> call = As<Call>(value);
+  if (!call || !call->IsOp(schema::op::IfThenElseExpr) || call->args().size() != 3 ||
+      ReadsBuffer(call->args()[0])) {
+    return std::nullopt;
+  }
+  return call;
+}
+
 /*! \brief Why `value` is not an `if_then_else` chain of input loads, or nullopt when it is. */
 std::optional<std::string> CheckSelection(const ObjectRef& value) {
   if (std::optional<Call> call = As<Call>(value)) {
     if (!call->IsOp(schema::op::IfThenElseExpr) || call->args().size() != 3) {
       return "the stored value computes (" + call->op_name() + "), it does not only select";
     }
-    bool reads = false;
-    ffi::StructuralVisit(call->args()[0],
-                         [&](const ObjectRef& n,
-                             ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-                           if (Is<BufferLoad>(n)) reads = true;
-                           if (!reads && n.defined()) engine->DefaultVisitExpected(n).value();
-                           return std::nullopt;
-                         });
-    if (reads) return std::string("a condition of the stored value reads a buffer");
+    if (ReadsBuffer(call->args()[0])) {
+      return std::string("a condition of the stored value reads a buffer");
+    }
     if (std::optional<std::string> why = CheckSelection(call->args()[1])) return why;
     return CheckSelection(call->args()[2]);
   }
@@ -43,20 +60,39 @@ std::optional<std::string> CheckSelection(const ObjectRef& value) {
   return std::nullopt;
 }
 
+/*! \brief A condition on the way to a leaf of an `if_then_else` chain: it holds, or its
+ *         negation does. */
+struct Condition {
+  ObjectRef expr;
+  bool negated = false;
+};
+
+std::vector<Condition> Holding(const std::vector<ObjectRef>& conditions) {
+  std::vector<Condition> holding;
+  for (const ObjectRef& c : conditions) holding.push_back({c, false});
+  return holding;
+}
+
 /*! \brief [lo, hi] of `var` under `conditions`, each a comparison of `var` with a constant or
- *         the negation of one; nullopt when one is not. (TVM's analyzer loses `v < 32` from
- *         `!(32 <= v)` when v <= 32 is known: it rewrites the condition to `v != 32`.) */
+ *         the negation of one; nullopt when one is not, unless `others_widen`: then a condition
+ *         that is not about `var` is left out (a range under fewer conditions is wider).
+ *         (TVM's analyzer loses `v < 32` from `!(32 <= v)` when v <= 32 is known: it rewrites
+ *         the condition to `v != 32`.) */
 std::optional<std::pair<int64_t, int64_t>> IntervalUnder(const ObjectRef& var, int64_t lo,
                                                          int64_t hi,
-                                                         const std::vector<ObjectRef>& conditions) {
+                                                         const std::vector<Condition>& conditions,
+                                                         bool others_widen = false) {
   using Kind = BinaryExpr::Kind;
-  for (ObjectRef condition : conditions) {
-    bool negated = false;
+  for (const Condition& held : conditions) {
+    ObjectRef condition = held.expr;
+    bool negated = held.negated;
     while (std::optional<ObjectRef> inner = AsNot(condition)) {
       condition = *inner;
       negated = !negated;
     }
     std::optional<BinaryExpr> cmp = AsBinary(condition);
+    bool about_var = cmp && (cmp->a.same_as(var) || cmp->b.same_as(var));
+    if (!about_var && others_widen) continue;
     if (!cmp) return std::nullopt;
     Kind kind = cmp->kind;
     std::optional<int64_t> constant;
@@ -263,7 +299,7 @@ class ConcatCheck : public ScopedVisitor {
       std::optional<int64_t> out_extent = AsConstInt(output_.shape()[d]);
       std::optional<std::pair<int64_t, int64_t>> range =
           extent && out_extent && d < iter_vars.size()
-              ? IntervalUnder(out[d], 0, *out_extent - 1, conditions())
+              ? IntervalUnder(out[d], 0, *out_extent - 1, Holding(conditions()))
               : std::nullopt;
       bool inside = range ? range->first - *shift >= 0 && range->second - *shift < *extent
                           : ana->CanProve(GE(indices[d], IntConst(indices[d], 0))) &&
@@ -304,6 +340,237 @@ class ConcatCheck : public ScopedVisitor {
   std::vector<std::vector<int64_t>> shifts_;
 };
 
+/*! \brief The second proof of relax/concat_prim_func.h: the inputs a kernel writes back unchanged
+ *         into slices of its output. */
+class SlicedWriteCheck : public ScopedVisitor {
+ public:
+  SlicedWriteCheck(Analyzer* analyzer, std::vector<Buffer> inputs, Buffer output)
+      : ScopedVisitor(analyzer), inputs_(std::move(inputs)), output_(std::move(output)) {}
+
+  std::variant<ConcatLayout, std::string> Check(const PrimFunc& func) {
+    Run(func);
+    if (failure_) return *failure_;
+    if (!store_) return std::string("the PrimFunc does not write its output");
+    std::vector<Leaf> leaves;
+    CollectLeaves(store_->value(), {}, &leaves);
+    Array<ObjectRef> shape = output_.shape();
+    // Per input, its slice: the leaves reading it at the output's position shifted by a
+    // constant, along one axis, all by the same shift.
+    struct Slice {
+      int64_t axis = -1, start = 0, extent = 0;
+      bool candidate = true;
+    };
+    std::vector<Slice> slices(inputs_.size());
+    std::vector<std::optional<int>> leaf_input(leaves.size());
+    for (size_t k = 0; k < leaves.size(); ++k) {
+      std::optional<BufferLoad> load = As<BufferLoad>(leaves[k].value);
+      int j = load ? InputIndex(load->buffer()) : -1;
+      if (j < 0) continue;
+      leaf_input[k] = j;
+      std::optional<std::pair<int64_t, int64_t>> shift = AxisShift(*load);
+      Slice& slice = slices[j];
+      if (!shift) {
+        slice.candidate = false;
+        continue;
+      }
+      if (slice.axis >= 0 && (slice.axis != shift->first || slice.start != shift->second)) {
+        slice.candidate = false;
+      }
+      slice.axis = shift->first;
+      slice.start = shift->second;
+      slice.extent = *AsConstInt(inputs_[j].shape()[slice.axis]);
+    }
+    // The common axis: that of the first input with a slice.
+    std::optional<int64_t> axis;
+    for (const Slice& slice : slices) {
+      if (slice.candidate && slice.axis >= 0 && !axis) axis = slice.axis;
+    }
+    if (!axis) return std::string("no input is written unchanged into a slice of the output");
+    // Each leaf's range along the axis under its conditions (the whole axis when unknown).
+    int64_t axis_extent = *AsConstInt(shape[*axis]);
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const Leaf& leaf : leaves) {
+      ranges.push_back(AxisRange(*axis, axis_extent, leaf.conditions));
+    }
+    ConcatLayout layout;
+    layout.axis = *axis;
+    int64_t inner = DTypeBytes(output_.dtype());
+    for (size_t d = *axis + 1; d < shape.size(); ++d) inner *= *AsConstInt(shape[d]);
+    std::vector<std::pair<int64_t, int64_t>> sliced;  // [start, end) along the axis
+    for (size_t j = 0; j < inputs_.size(); ++j) {
+      const Slice& slice = slices[j];
+      bool is_sliced = slice.candidate && slice.axis == *axis;
+      int64_t end = slice.start + slice.extent;
+      for (size_t k = 0; k < leaves.size() && is_sliced; ++k) {
+        const auto& [lo, hi] = ranges[k];
+        bool reads_it = leaf_input[k] == static_cast<int>(j);
+        // Its own leaves select only within the input; the others never within its slice.
+        is_sliced = reads_it ? slice.start <= lo && hi < end : hi < slice.start || end <= lo;
+      }
+      layout.byte_offsets.push_back(is_sliced ? slice.start * inner : ConcatLayout::kNotSliced);
+      if (is_sliced) sliced.emplace_back(slice.start, end);
+    }
+    if (sliced.empty()) {
+      return std::string(
+          "no input is written unchanged into a slice of the output: another "
+          "value may be selected within each candidate's slice");
+    }
+    // Pure when every leaf reads a sliced input and the slices tile the axis.
+    std::sort(sliced.begin(), sliced.end());
+    int64_t next = 0;
+    for (const auto& [start, end] : sliced) next = start == next ? end : -1;
+    layout.computes = next != axis_extent;
+    for (size_t k = 0; k < leaves.size() && !layout.computes; ++k) {
+      layout.computes = !leaf_input[k] || !layout.Sliced(*leaf_input[k]);
+    }
+    for (int64_t d = 0; d < layout.axis && layout.contiguous; ++d) {
+      if (AsConstInt(shape[d]) != 1) {
+        layout.contiguous = false;
+        layout.not_contiguous = "dimension " + std::to_string(d) + " before axis " +
+                                std::to_string(layout.axis) + " has extent " +
+                                std::to_string(*AsConstInt(shape[d])) +
+                                ", not 1: the slices are not contiguous";
+      }
+    }
+    return layout;
+  }
+
+ private:
+  struct Leaf {
+    ObjectRef value;
+    std::vector<Condition> conditions;
+  };
+
+  void Fail(const std::string& why) {
+    if (!failure_) failure_ = why;
+  }
+
+  int InputIndex(const Buffer& buffer) const {
+    for (size_t j = 0; j < inputs_.size(); ++j) {
+      if (inputs_[j].same_as(buffer)) return static_cast<int>(j);
+    }
+    return -1;
+  }
+
+  static void CollectLeaves(const ObjectRef& value, std::vector<Condition> conditions,
+                            std::vector<Leaf>* leaves) {
+    if (std::optional<Call> select = AsSelection(value)) {
+      ObjectRef condition = select->args()[0];
+      conditions.push_back({condition, false});
+      CollectLeaves(select->args()[1], conditions, leaves);
+      conditions.back().negated = true;
+      CollectLeaves(select->args()[2], conditions, leaves);
+      return;
+    }
+    leaves->push_back({value, std::move(conditions)});
+  }
+
+  /*! \brief (axis, shift) when `load` reads its input at the output's indices shifted by a
+   *         constant along one axis (along which the input is shorter or shifted), the input
+   *         being a row-major slice of the output: of its dtype and rank, equal off the axis. */
+  std::optional<std::pair<int64_t, int64_t>> AxisShift(const BufferLoad& load) const {
+    const Buffer& input = load.buffer();
+    Array<ObjectRef> indices = load.indices();
+    Array<ObjectRef> out = store_->indices();
+    Array<ObjectRef> shape = output_.shape();
+    if (!input.strides().empty() || input.dtype() != output_.dtype() ||
+        indices.size() != out.size() || input.shape().size() != shape.size() ||
+        !input.ConstSizeBytes()) {
+      return std::nullopt;
+    }
+    Analyzer analyzer;
+    std::optional<int64_t> axis;
+    int64_t start = 0;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      std::optional<int64_t> shift = AsConstInt(analyzer.Simplify(Sub(out[d], indices[d])));
+      std::optional<int64_t> extent = AsConstInt(input.shape()[d]);
+      if (!shift || !extent) return std::nullopt;
+      if (*shift == 0 && extent == AsConstInt(shape[d])) continue;
+      if (axis) return std::nullopt;
+      axis = static_cast<int64_t>(d);
+      start = *shift;
+    }
+    if (!axis) return std::nullopt;  // the whole output: a copy, not a slice
+    return std::make_pair(*axis, start);
+  }
+
+  /*! \brief [lo, hi] of the output index along `axis` under `conditions`. */
+  std::pair<int64_t, int64_t> AxisRange(int64_t axis, int64_t extent,
+                                        const std::vector<Condition>& conditions) const {
+    auto [lo, hi] = domains_[axis];
+    ObjectRef index = store_->indices()[axis];
+    if (lo == hi) return {lo, hi};  // a constant index
+    return IntervalUnder(index, lo, hi, conditions, /*others_widen=*/true)
+        .value_or(std::make_pair(int64_t{0}, extent - 1));
+  }
+
+  void OnStore(const BufferStore& store) override {
+    if (failure_) return;
+    if (!store.buffer().same_as(output_)) {
+      if (InputIndex(store.buffer()) >= 0) {
+        Fail("the PrimFunc writes its input " + Quoted(store.buffer().name()));
+      }
+      return;  // a buffer of its own
+    }
+    if (store_) return Fail("the output is written by more than one statement");
+    store_ = store;
+    if (!block_ || !block_->block().body().same_as(store.ref())) {
+      return Fail("the output is not written by a single-store block");
+    }
+    if (block_->block().init().defined()) return Fail("the writing block is a reduction");
+    // Each index an iteration variable over the output's extent, or a constant within it: the
+    // ranges the leaves are judged on.
+    Array<ObjectRef> indices = store.indices();
+    Array<ObjectRef> shape = output_.shape();
+    for (size_t d = 0; d < indices.size(); ++d) {
+      std::optional<int64_t> extent = AsConstInt(shape[d]);
+      std::optional<int64_t> constant = AsConstInt(indices[d]);
+      std::optional<std::pair<int64_t, int64_t>> domain;
+      if (constant && extent && 0 <= *constant && *constant < *extent) {
+        domain = std::make_pair(*constant, *constant);
+      }
+      for (const ObjectRef& iter_var : block_->block().iter_vars()) {
+        IterVar iter(iter_var);
+        Range dom(iter.dom());
+        if (!iter.var().same_as(indices[d]) || AsConstInt(dom.min()) != 0 ||
+            AsConstInt(dom.extent()) != extent) {
+          continue;
+        }
+        domain = std::make_pair(int64_t{0}, *extent - 1);
+      }
+      if (!domain) return Fail("the output is written at an index that is not one of its own");
+      domains_.push_back(*domain);
+    }
+  }
+
+  void OnBlockEnter(const SBlockRealize& realize) override { block_ = realize; }
+
+  void OnCall(const Call& call) override {
+    if (TakesBufferAddress(call)) {
+      Fail("the PrimFunc takes a buffer's address (" + call.op_name() + ")");
+    }
+  }
+
+  void OnAllocation(const AllocationSite& site) override {
+    if (site.kind != AllocationSite::Kind::kDeclBuffer) return;
+    if (DeclBuffer(site.node).viewed_buffer()) {
+      Fail("the PrimFunc declares a view of a buffer (" + Quoted(site.buffer.name()) + ")");
+    }
+  }
+
+  void OnMatchBuffer(const MatchBufferRegion& /*match*/, const SBlock& /*block*/) override {
+    Fail("a block matches a sub-buffer");
+  }
+
+  std::vector<Buffer> inputs_;
+  Buffer output_;
+  std::optional<std::string> failure_;
+  std::optional<SBlockRealize> block_;
+  std::optional<BufferStore> store_;
+  /*! \brief Per dimension of the output, the range its store index takes. */
+  std::vector<std::pair<int64_t, int64_t>> domains_;
+};
+
 }  // namespace
 
 std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const PrimFunc& prim_func) {
@@ -318,8 +585,13 @@ std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const PrimFunc& pri
   if (!output.strides().empty() || !output.ConstSizeBytes()) {
     return std::string("the output is not a row-major buffer of constant size");
   }
+  Analyzer pure_analyzer;
+  auto pure = ConcatCheck(&pure_analyzer, inputs, output).Check(prim_func);
+  if (std::holds_alternative<ConcatLayout>(pure)) return pure;
   Analyzer analyzer;
-  return ConcatCheck(&analyzer, std::move(inputs), output).Check(prim_func);
+  auto sliced = SlicedWriteCheck(&analyzer, std::move(inputs), output).Check(prim_func);
+  if (std::holds_alternative<ConcatLayout>(sliced)) return sliced;
+  return std::get<std::string>(pure) + "; " + std::get<std::string>(sliced);
 }
 
 namespace {
@@ -375,15 +647,19 @@ std::vector<bool> WrittenParams(const PrimFunc& prim_func) {
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // The proof alone, for tests: (axis, [byte offsets]) or the reason it fails.
+  // The proof alone, for tests: (axis, [byte offset, or None when not sliced], computes) or the
+  // reason it fails.
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.testing.analyze_concatenation", [](ObjectRef prim_func) -> Any {
         auto result = AnalyzeConcatenation(PrimFunc(prim_func));
         if (auto* why = std::get_if<std::string>(&result)) return String(*why);
         const ConcatLayout& layout = std::get<ConcatLayout>(result);
         if (!layout.contiguous) return String(layout.not_contiguous);
-        return Array<Any>{layout.axis,
-                          Array<int64_t>(layout.byte_offsets.begin(), layout.byte_offsets.end())};
+        Array<Any> offsets;
+        for (size_t j = 0; j < layout.byte_offsets.size(); ++j) {
+          offsets.push_back(layout.Sliced(j) ? Any(layout.byte_offsets[j]) : Any(nullptr));
+        }
+        return Array<Any>{layout.axis, offsets, layout.computes};
       });
 }
 

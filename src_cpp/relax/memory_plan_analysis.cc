@@ -375,13 +375,18 @@ class PlanAnalysis {
       };
       record->output = name(call.args.size() - 1);
       record->callee = call.callee;
-      for (size_t j = 0; j + 1 < call.args.size(); ++j) record->inputs.push_back(name(j));
+      for (size_t j = 0; j + 1 < call.args.size(); ++j) {
+        (call.layout.Sliced(j) ? record->inputs : record->computed_from).push_back(name(j));
+      }
       record->axis = call.layout.axis;
+      record->kernel_runs = call.layout.computes;
       record->copy_free = decision.copy_free;
       record->decision = decision.code;
       record->reason = decision.reason;
       concat_records_.push_back(ObjectRef(record));
-      if (decision.copy_free) dropped_bindings_.push_back(steps_[call.step].binding->ref());
+      if (decision.copy_free && !call.layout.computes) {
+        dropped_bindings_.push_back(steps_[call.step].binding->ref());
+      }
     }
     if (!options_.copy_free_concat) return;
     for (size_t i = 0; i < allocations_.size(); ++i) {

@@ -228,11 +228,19 @@ void ConcatenationObj::RegisterReflection() {
   namespace refl = tvm::ffi::reflection;
   refl::ObjectDef<ConcatenationObj>()
       .def_ro("output", &ConcatenationObj::output, "The output tensor's variable.")
-      .def_ro("inputs", &ConcatenationObj::inputs, "The input tensors' variables.")
+      .def_ro("inputs", &ConcatenationObj::inputs,
+              "The variables of the inputs written unchanged into slices of the output.")
+      .def_ro("computed_from", &ConcatenationObj::computed_from,
+              "The variables of the other inputs, which a fused kernel computes the rest of the "
+              "output from (an upsample's input, say).")
       .def_ro("callee", &ConcatenationObj::callee, "The PrimFunc called.")
       .def_ro("axis", &ConcatenationObj::axis, "The axis concatenated along.")
+      .def_ro("kernel_runs", &ConcatenationObj::kernel_runs,
+              "Whether the call runs even when copy-free: its kernel computes part of the "
+              "output, and writes each sliced input back where it lies.")
       .def_ro("copy_free", &ConcatenationObj::copy_free,
-              "Whether the inputs sit at their slices of the output and the call is dropped.")
+              "Whether the inputs sit at their slices of the output (and the call is dropped "
+              "unless kernel_runs).")
       .def_ro("decision", &ConcatenationObj::decision,
               "\"copy_free\", or why not: \"not_contiguous\", \"unaligned\", \"not_placed\", "
               "\"same_tensor\", \"device_or_scope\", \"output_used_before\", "

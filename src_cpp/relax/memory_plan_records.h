@@ -143,10 +143,14 @@ class ConcatenationObj : public ffi::Object {
   /*! \brief The output and the inputs: their PlannedTensor.binding, or the argument as written
    *         when it is not one tensor of the function. */
   String output;
-  Array<String> inputs;
+  /*! \brief The inputs written unchanged into slices of the output (all of them, unless the
+   *         kernel computes part of the output), and those it computes the rest from. */
+  Array<String> inputs, computed_from;
   /*! \brief The PrimFunc called. */
   String callee;
   int64_t axis = 0;
+  /*! \brief Whether the call runs when copy-free: a fused (or GPU-scheduled) kernel. */
+  bool kernel_runs = false;
   bool copy_free = false;
   /*! \brief A code of namespace `concat`, and the same as a sentence ("" when copy-free). */
   String decision;

@@ -408,8 +408,8 @@ def test_the_legalized_concatenation_is_proven():
     (func,) = [f for name, f in _prim_funcs(planner_input(DenseBlock)).items() if "concat" in name][
         :1
     ]
-    axis, offsets = analyze_concatenation(func)
-    assert axis == 1 and offsets[0] == 0
+    axis, offsets, computes = analyze_concatenation(func)
+    assert axis == 1 and offsets[0] == 0 and not computes
 
 
 @T.prim_func(private=True, s_tir=True)
@@ -508,9 +508,6 @@ def add_bias_inplace(
     "func, why",
     [
         (add_bias_inplace, "the PrimFunc writes a buffer of its own"),
-        (stencil, "is read at another element"),
-        (transposed, "is read at another element"),
-        (computed, "the stored value is not a load of an input"),
         (overlapping, "is read at another element"),
         (partial, "does not visit each output element once"),
         (fused_relu_sum, "allocates or declares"),
@@ -518,6 +515,17 @@ def add_bias_inplace(
 )
 def test_what_is_not_a_concatenation(func, why):
     assert why in analyze_concatenation(func)
+
+
+@pytest.mark.parametrize(
+    "func, axis",
+    [(stencil, 1), (transposed, 0), (computed, 1)],
+    ids=lambda v: getattr(v, "__name__", v),
+)
+def test_an_input_copied_beside_a_computed_part_is_sliced(func, axis):
+    """`B` is written unchanged into the second half; `A` is computed from (a stencil, a
+    transpose, an addition): the kernel must run, and `B` can sit at its slice."""
+    assert analyze_concatenation(func) == (axis, (None, 64), True)
 
 
 # ---- the in-place pass, when our planner will run -------------------------------------------
@@ -575,4 +583,4 @@ def one_channel_last(
 def test_a_last_slice_of_one_is_proven():
     """With the last slice one wide, TVM's analyzer turns `!(16 <= vj)` into `vj != 16`, which
     it cannot bound; the proof narrows the index itself."""
-    assert analyze_concatenation(one_channel_last) == (1, (0, 256))
+    assert analyze_concatenation(one_channel_last) == (1, (0, 256), False)
