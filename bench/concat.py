@@ -3,7 +3,8 @@ keeping every copy and against TVM's planner, in one process: planned bytes, the
 concatenations become copy-free, the bytes of whole builds, identical results, and the run time,
 unfused, fused and for cuda.
 
-Models: the zoo's DenseNet, U-Net, Inception and GhostNet (zoo.models); with
+Models: the zoo's DenseNet, U-Net, Inception and GhostNet (zoo.models), and a 3-level U-Net at
+64x64 imported from ONNX (zoo.onnx_models, with the onnx extra); with
 ``--torchvision``, torchvision densenet121 and googlenet at 64x64 and densenet121 at 224x224
 (needs torch and torchvision). Each in three builds:
 
@@ -33,6 +34,7 @@ Models: the zoo's DenseNet, U-Net, Inception and GhostNet (zoo.models); with
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import sys
 import time
@@ -51,6 +53,10 @@ from tvm_memplan.testing import identical_relax_results, relax_inputs
 STOCK_PLANNER = "StaticPlanBlockMemory"
 OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
 ZOO = {name: models.ZOO[name] for name in ("densenet", "unet", "inception", "ghostnet")}
+if importlib.util.find_spec("onnx") is not None:  # the onnx extra
+    from zoo.onnx_models import onnx_unet
+
+    ZOO["onnx_unet"] = onnx_unet
 TORCHVISION = {
     "tv_densenet121": ("densenet121", (1, 3, 64, 64)),
     "tv_googlenet": ("googlenet", (1, 3, 64, 64)),

@@ -5,8 +5,9 @@ writes each element back where it already lies (src_cpp/relax/concat_prim_func.h
 proof; src_cpp/relax/concat_placement.h).
 
 IR cases state what the planner receives (Relax after CallTIRRewrite) and what it must make of
-it, and run both on the Relax VM; the model cases build the zoo's U-Net and GhostNet in the
-fused CPU recipe (run three times against stock) and for cuda (built only: no GPU here).
+it, and run both on the Relax VM; the model cases build the zoo's U-Net and GhostNet and a U-Net
+imported from ONNX in the fused CPU recipe (run three times against stock) and for cuda (built
+only: no GPU here).
 """
 # ruff: noqa: F841  (TVMScript bindings that nothing reads are part of the cases)
 
@@ -24,6 +25,7 @@ from tvm_memplan.testing import assert_same_relax_results, relax_vm
 from tvm_memplan.testing.compare import CompareBeforeAfter, relax_module
 from tvm_memplan.transform import StaticPlanBlockMemory
 from zoo.models import ZOO
+from zoo.onnx_models import onnx_unet
 
 analyze_concatenation = tvm_memplan.testing.analyze_concatenation
 
@@ -368,24 +370,30 @@ def _plans(mod, target, relax_pipeline):
     return built["ours"], ours, copies
 
 
-@pytest.mark.parametrize("name", ["unet", "ghostnet"])
+#: The zoo's, and a 3-level U-Net at 64x64 as an ONNX file imports (Resize, then Concat).
+MODELS = {"unet": ZOO["unet"], "ghostnet": ZOO["ghostnet"], "onnx_unet": onnx_unet}
+#: Models whose every concatenation is fused with the upsample before it.
+FUSED_WITH_UPSAMPLE = ("unet", "onnx_unet")
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_fused_recipe_below_the_bound_with_stocks_results_on_three_calls(name):
-    mod, func_name = ZOO[name]()
+    mod, func_name = MODELS[name]()
     ours, plan, copies = _plans(mod, "llvm", ["zero", "default"])
     assert plan.concats and all(c.copy_free for c in plan.concats)
     assert plan.applied_bytes < copies.peak_live_bytes
-    if name == "unet":  # both concatenations are fused with the upsample before them
-        assert [c.kernel_runs for c in plan.concats] == [True, True]
+    if name in FUSED_WITH_UPSAMPLE:
+        assert all(c.kernel_runs for c in plan.concats)
     stock = tvm.compile(relax.get_pipeline("zero")(mod), "llvm")
     vms = tuple(relax.VirtualMachine(e, tvm.cpu()) for e in (stock, ours))
     assert_same_relax_results(mod, mod, func_name, vms=vms)
 
 
-@pytest.mark.parametrize("name", ["unet", "ghostnet"])
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_cuda_build_below_the_bound(name):
     """Built for cuda (dlight-scheduled kernels, thread-bound loops): every concatenation is
     copy-free and the plan is below the fixed-order bound; not run, there is no GPU."""
-    mod, _ = ZOO[name]()
+    mod, _ = MODELS[name]()
     _, plan, copies = _plans(mod, "cuda", "default")
     assert plan.concats and all(c.copy_free for c in plan.concats)
     assert plan.planner == "memplan"

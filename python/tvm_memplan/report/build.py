@@ -445,7 +445,9 @@ def _concats(functions: list[RelaxFunction]) -> Concats:
             totals.count += 1
             if c.copy_free:
                 totals.copy_free += 1
-                totals.bytes_not_copied += max(nbytes.get(str(c.output), 0), 0)
+                totals.kernel_runs += bool(c.kernel_runs)
+                held = [str(c.output)] if not c.kernel_runs else [str(i) for i in c.inputs]
+                totals.bytes_not_copied += sum(max(nbytes.get(name, 0), 0) for name in held)
             else:
                 code = str(c.decision)
                 totals.kept[code] = totals.kept.get(code, 0) + 1

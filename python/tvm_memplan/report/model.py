@@ -153,7 +153,11 @@ class Concats:
 
     count: int = 0
     copy_free: int = 0
-    #: Bytes the copy-free ones do not copy (the bytes of their outputs).
+    #: Of the copy-free ones, those whose fused kernel still runs (it computes part of the
+    #: output and writes the sliced inputs back where they lie).
+    kernel_runs: int = 0
+    #: Bytes the copy-free ones do not copy: the bytes of the outputs of those that are
+    #: dropped, and of the inputs that the running kernels hold in place.
     bytes_not_copied: int = 0
     #: Concatenations that keep their copy, per decision code (``not_contiguous``, ...).
     kept: dict[str, int] = field(default_factory=dict)

@@ -188,14 +188,21 @@ def _concats(report: Report) -> list[str]:
     lines = [
         "",
         f"Concatenations (StaticPlanBlockMemory, copy-free concatenation): {totals.copy_free} of "
-        f"{totals.count} copy-free in the memplan build, {totals.bytes_not_copied} bytes not "
-        "copied; the stock build copies every one",
+        f"{totals.count} copy-free in the memplan build ({totals.kernel_runs} in fused kernels "
+        f"that still run), {totals.bytes_not_copied} bytes not copied; the stock build copies "
+        "every one",
     ]
     rows = []
     for r in concat_rows(report)[:TOP]:
         c = r.record
         what = describe(r.made_by) or f"written by {c.callee}"
-        memplan = "copy-free" if c.copy_free else f"copies: {c.reason} ({c.decision})"
+        memplan = (
+            f"copies: {c.reason} ({c.decision})"
+            if not c.copy_free
+            else "copy-free, in its running fused kernel"
+            if c.kernel_runs
+            else "copy-free"
+        )
         rows.append((r.function, str(c.output), what, len(c.inputs), r.bytes, memplan))
     lines += table(("function", "output", "what", "inputs", "bytes", "memplan"), rows)
     lines += _more(totals.count, TOP, "concatenations")

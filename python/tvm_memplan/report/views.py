@@ -298,5 +298,8 @@ def concats_of(plan, binding: str) -> list[tuple[object, str]]:
 
 
 def concat_call(c) -> str:
-    """``alloc8 = concatenate1(alloc, alloc3, alloc7)``."""
-    return f"{c.output} = {c.callee}({', '.join(str(i) for i in c.inputs)})"
+    """``alloc8 = concatenate1(alloc, alloc3, alloc7)``; a fused kernel's inputs it computes
+    from follow: ``alloc8 = fused_resize2d_concatenate(alloc4; computed from alloc7)``."""
+    computed = [str(i) for i in c.computed_from]
+    tail = f"; computed from {', '.join(computed)}" if computed else ""
+    return f"{c.output} = {c.callee}({', '.join(str(i) for i in c.inputs)}{tail})"
