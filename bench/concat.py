@@ -27,6 +27,9 @@ Models: the zoo's DenseNet, U-Net, Inception and GhostNet (zoo.models), and a 3-
 (c) Run time on the CPU of the memplan build with copy-free concatenation over the one without,
     timed in interleaved rounds on the Relax VM (the order flipped every round; median over
     rounds of the mean call time within a round).
+(d) Fused builds: the time of the kernels that still run and write their sliced inputs back in
+    place, and its share of the model's call: what rewriting them to skip those writes could
+    save at most.
 
     python bench/concat.py [--rounds 21] [--quick] [--torchvision] [--builds unfused,fused,cuda]
 """
@@ -48,7 +51,7 @@ from tvm import relax
 
 import tvm_memplan
 from tvm_memplan.analysis import memory_plan, storage_after_planning
-from tvm_memplan.testing import identical_relax_results, relax_inputs
+from tvm_memplan.testing import identical_relax_results, random_args, relax_inputs
 
 STOCK_PLANNER = "StaticPlanBlockMemory"
 OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
@@ -249,6 +252,53 @@ def run_time(rows: dict[str, Model], rounds: int) -> None:
     )
 
 
+def kernel_share(rows: dict[str, Model], rounds: int) -> None:
+    """Table (d): what a rewrite of the fused kernels that write their sliced inputs back in
+    place could save at most: their run time, and its share of the model's call."""
+    timed = {
+        name: [c for c in m.ours.concats if c.copy_free and c.kernel_runs]
+        for name, m in rows.items()
+    }
+    timed = {name: concats for name, concats in timed.items() if concats}
+    if not timed:
+        return
+    print(
+        "(d) The fused kernels that write their sliced inputs back in place: their time per "
+        "model call (each compiled alone, timed on random inputs) and its share of the call, "
+        f"{rounds} interleaved rounds"
+    )
+    header = (
+        f"{'model':<19} {'kernels':>7} {'kernels ms':>10} {'model ms':>9} {'share':>6} "
+        f"{'sliced':>6}"
+    )
+    print_header(header)
+    for name, concats in timed.items():
+        m = rows[name]
+        received = m.builds["memplan"][1]
+        calls, sliced, written = {}, 0, 0
+        tensors = {str(t.binding): int(t.bytes) for t in m.ours.tensors}
+        for k, c in enumerate(concats):
+            func = received[str(c.callee)].with_attr("global_symbol", "main")
+            kernel = tvm.compile(tvm.IRModule({"main": func}), target="llvm")["main"]
+            args = [tvm.runtime.tensor(a) for a in random_args(func)]
+            calls[k] = lambda kernel=kernel, args=args: kernel(*args)
+            sliced += sum(tensors[str(i)] for i in c.inputs)
+            written += tensors[str(c.output)]
+        inputs = relax_inputs(m.mod[m.func_name], seed=0, low=-1.0, high=1.0)
+        calls["model"] = vm_call(m.builds["memplan"][0], m.func_name, inputs)
+        times = timed_rounds(calls, rounds, calls_per_round(calls["model"]))
+        kernels = sum(t for key, t in times.items() if key != "model")
+        print(
+            f"{name:<19} {len(concats):>7} {kernels * 1e3:>10.3f} {times['model'] * 1e3:>9.3f} "
+            f"{kernels / times['model']:>6.3f} {sliced / written:>6.3f}"
+        )
+    print(
+        "  share: of the model's call; sliced: the fraction of those kernels' output bytes that "
+        "they write back onto themselves, the most a rewrite skipping those writes could remove "
+        "of their time"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, help="interleaved timing rounds (default 21)")
@@ -290,6 +340,9 @@ def main() -> int:
         if setup.runs:
             print()
             run_time(rows, args.rounds)
+            if any(c.kernel_runs for m in rows.values() for c in m.ours.concats):
+                print()
+                kernel_share(rows, args.rounds)
     targets = [
         ("copy-free <= with copies <= stock, same IR and whole builds", plans_le and builds_le),
         ("ours <= 1.02x the bound", at_bound),

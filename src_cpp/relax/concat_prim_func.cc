@@ -399,8 +399,10 @@ class SlicedWriteCheck : public ScopedVisitor {
     std::vector<std::pair<int64_t, int64_t>> sliced;  // [start, end) along the axis
     for (size_t j = 0; j < inputs_.size(); ++j) {
       const Slice& slice = slices[j];
-      bool is_sliced = slice.candidate && slice.axis == *axis;
       int64_t end = slice.start + slice.extent;
+      // Within the output: an output inside a larger input is a slice of it, not this.
+      bool is_sliced =
+          slice.candidate && slice.axis == *axis && slice.start >= 0 && end <= axis_extent;
       for (size_t k = 0; k < leaves.size() && is_sliced; ++k) {
         const auto& [lo, hi] = ranges[k];
         bool reads_it = leaf_input[k] == static_cast<int>(j);

@@ -194,6 +194,18 @@ def test_an_input_whose_slice_is_partly_computed_is_not_sliced():
     assert analyze_concatenation(computed_within_the_slice) == (1, (0, None), True)
 
 
+@T.prim_func(private=True, s_tir=True)
+def strided_slice(A: T.Buffer((1, 16, 4), "float32"), C: T.Buffer((1, 8, 4), "float32")):
+    for i, j, k in T.grid(1, 8, 4):
+        with T.sblock("C"):
+            vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+            C[vi, vj, vk] = A[vi, vj + 4, vk]
+
+
+def test_an_output_inside_a_larger_input_is_not_a_concatenation():
+    assert "no input is written unchanged" in analyze_concatenation(strided_slice)
+
+
 def test_a_kernel_writing_an_input_slices_nothing():
     assert "the PrimFunc writes its input `S`" in analyze_concatenation(writes_its_input)
 
