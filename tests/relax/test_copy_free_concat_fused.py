@@ -70,6 +70,24 @@ class Kernels:
                 )
 
     @T.prim_func(private=True, s_tir=True)
+    def concat(
+        A: T.Buffer((1, 32, 4), "float32"),
+        B: T.Buffer((1, 32, 4), "float32"),
+        C: T.Buffer((1, 64, 4), "float32"),
+    ):
+        for i, j, k in T.grid(1, 64, 4):
+            with T.sblock("C"):
+                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                C[vi, vj, vk] = T.if_then_else(vj >= 32, B[vi, vj - 32, vk], A[vi, vj, vk])
+
+    @T.prim_func(private=True, s_tir=True)
+    def double_wide(C: T.Buffer((1, 64, 4), "float32"), D: T.Buffer((1, 64, 4), "float32")):
+        for i, j, k in T.grid(1, 64, 4):
+            with T.sblock("D"):
+                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                D[vi, vj, vk] = C[vi, vj, vk] * T.float32(2)
+
+    @T.prim_func(private=True, s_tir=True)
     def double(C: T.Buffer((1, 32, 4), "float32"), D: T.Buffer((1, 32, 4), "float32")):
         for i, j, k in T.grid(1, 32, 4):
             with T.sblock("D"):
@@ -84,9 +102,17 @@ class Kernels:
                 C[vi, vj, vk] = C[vi, vj, vk] * T.float32(2)
 
 
-EXP, UPCAT, GHOST, DOUBLE, DOUBLE_INPLACE = (
+EXP, UPCAT, GHOST, CONCAT, DOUBLE, DOUBLE_WIDE, DOUBLE_INPLACE = (
     Kernels.get_global_var(n)
-    for n in ("exp", "upsample_concat", "ghost_concat", "double", "double_inplace")
+    for n in (
+        "exp",
+        "upsample_concat",
+        "ghost_concat",
+        "concat",
+        "double",
+        "double_wide",
+        "double_inplace",
+    )
 )
 F32 = R.dtype("float32")
 
@@ -304,6 +330,43 @@ class TestAnInputTheKernelAlsoReadsSitsAtItsSlice(CompareBeforeAfter):
 
     def test_results(self):
         _vm_results(self.before, self.transform(self.before))
+
+
+@R.function
+def _nested(
+    x: R.Tensor((1, 16, 2), "float32"),
+    y: R.Tensor((1, 16, 4), "float32"),
+    z: R.Tensor((1, 16, 4), "float32"),
+):
+    R.func_attr({"relax.force_pure": True})
+    s = R.builtin.alloc_tensor(R.shape([1, 16, 4]), F32, 0, R.str("global"))
+    EXP(y, s)
+    c = R.builtin.alloc_tensor(R.shape([1, 32, 4]), F32, 0, R.str("global"))
+    UPCAT(x, s, c)
+    t = R.builtin.alloc_tensor(R.shape([1, 16, 4]), F32, 0, R.str("global"))
+    EXP(z, t)
+    g = R.builtin.alloc_tensor(R.shape([1, 32, 4]), F32, 0, R.str("global"))
+    GHOST(t, g)
+    w = R.builtin.alloc_tensor(R.shape([1, 64, 4]), F32, 0, R.str("global"))
+    CONCAT(c, g, w)
+    d = R.builtin.alloc_tensor(R.shape([1, 64, 4]), F32, 0, R.str("global"))
+    DOUBLE_WIDE(w, d)
+    return d
+
+
+def test_fused_concatenations_inside_a_concatenation_share_one_buffer():
+    """DenseNet-like nesting: `c` and `g` (fused kernels that run) sit at their slices of `w`
+    (dropped), `s` and `t` inside them: five tensors in `w`'s 1,024 bytes."""
+    mod = relax_module(Kernels, main=_nested)
+    (plan,) = memory_plan(mod, pipeline=None)
+    assert [(c.output, c.copy_free, c.kernel_runs) for c in plan.concats] == [
+        ("c", True, True),
+        ("g", True, True),
+        ("w", True, False),
+    ]
+    placed = {t.binding: t.group_offset for t in plan.tensors if t.group >= 0}
+    assert placed == {"s": 256, "c": 0, "t": 512, "g": 512, "w": 0}
+    _vm_results(mod, _planned(mod))
 
 
 @R.function
