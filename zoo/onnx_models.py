@@ -14,11 +14,11 @@ from onnx import TensorProto, helper, numpy_helper
 OPSET = 17
 
 
-def _init(rng, name: str, shape) -> onnx.TensorProto:
+def random_initializer(rng, name: str, shape) -> onnx.TensorProto:
     return numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(np.float32), name=name)
 
 
-def _model(nodes, inputs, outputs, initializers, name: str) -> onnx.ModelProto:
+def checked_model(nodes, inputs, outputs, initializers, name: str) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, name, inputs, outputs, initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
@@ -36,7 +36,9 @@ def unet(levels: int = 3, size: int = 64, width: int = 8) -> onnx.ModelProto:
     def double_conv(x: str, inputs: int, outputs: int, name: str) -> str:
         for k, (cin, cout) in enumerate(((inputs, outputs), (outputs, outputs))):
             w, b = f"{name}_w{k}", f"{name}_b{k}"
-            inits.extend([_init(rng, w, (cout, cin, 3, 3)), _init(rng, b, (cout,))])
+            inits.extend(
+                [random_initializer(rng, w, (cout, cin, 3, 3)), random_initializer(rng, b, (cout,))]
+            )
             nodes.append(helper.make_node("Conv", [x, w, b], [f"{name}_c{k}"], pads=[1, 1, 1, 1]))
             nodes.append(helper.make_node("Relu", [f"{name}_c{k}"], [f"{name}_r{k}"]))
             x = f"{name}_r{k}"
@@ -59,11 +61,16 @@ def unet(levels: int = 3, size: int = 64, width: int = 8) -> onnx.ModelProto:
         nodes.append(helper.make_node("Concat", [f"up{level}", skip], [f"cat{level}"], axis=1))
         x = double_conv(f"cat{level}", channels + skip_channels, skip_channels, f"dec{level}")
         channels = skip_channels
-    inits.extend([_init(rng, "head_w", (2, channels, 1, 1)), _init(rng, "head_b", (2,))])
+    inits.extend(
+        [
+            random_initializer(rng, "head_w", (2, channels, 1, 1)),
+            random_initializer(rng, "head_b", (2,)),
+        ]
+    )
     nodes.append(helper.make_node("Conv", [x, "head_w", "head_b"], ["y"]))
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])]
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, size, size])]
-    return _model(nodes, inputs, outputs, inits, "unet")
+    return checked_model(nodes, inputs, outputs, inits, "unet")
 
 
 def onnx_unet():

@@ -146,11 +146,58 @@ std::optional<std::pair<int64_t, int64_t>> IntervalUnder(const ObjectRef& var, i
   return std::make_pair(lo, hi);
 }
 
+/*! \brief What both proofs share: the inputs, the output, the first failure. */
+class OutputCheck : public ScopedVisitor {
+ protected:
+  OutputCheck(Analyzer* analyzer, std::vector<Buffer> inputs, Buffer output)
+      : ScopedVisitor(analyzer), inputs_(std::move(inputs)), output_(std::move(output)) {}
+
+  void Fail(const std::string& why) {
+    if (!failure_) failure_ = why;
+  }
+
+  int InputIndex(const Buffer& buffer) const {
+    for (size_t j = 0; j < inputs_.size(); ++j) {
+      if (inputs_[j].same_as(buffer)) return static_cast<int>(j);
+    }
+    return -1;
+  }
+
+  /*! \brief A layout along `axis`, contiguous when every dimension before it is 1. */
+  ConcatLayout LayoutAlong(int64_t axis) const {
+    ConcatLayout layout;
+    layout.axis = axis;
+    Array<ObjectRef> shape = output_.shape();
+    for (int64_t d = 0; d < axis && layout.contiguous; ++d) {
+      if (AsConstInt(shape[d]) != 1) {
+        layout.contiguous = false;
+        layout.not_contiguous = "dimension " + std::to_string(d) + " before axis " +
+                                std::to_string(axis) + " has extent " +
+                                std::to_string(*AsConstInt(shape[d])) +
+                                ", not 1: the slices are not contiguous";
+      }
+    }
+    return layout;
+  }
+
+  /*! \brief The output's bytes between consecutive indices along `axis`. */
+  int64_t BytesPerIndex(int64_t axis) const {
+    Array<ObjectRef> shape = output_.shape();
+    int64_t inner = DTypeBytes(output_.dtype());
+    for (size_t d = axis + 1; d < shape.size(); ++d) inner *= *AsConstInt(shape[d]);
+    return inner;
+  }
+
+  std::vector<Buffer> inputs_;
+  Buffer output_;
+  std::optional<std::string> failure_;
+};
+
 /*! \brief Reads the slices off the single block writing the output. */
-class ConcatCheck : public ScopedVisitor {
+class ConcatCheck : public OutputCheck {
  public:
   ConcatCheck(Analyzer* analyzer, std::vector<Buffer> inputs, Buffer output)
-      : ScopedVisitor(analyzer), inputs_(std::move(inputs)), output_(std::move(output)) {}
+      : OutputCheck(analyzer, std::move(inputs), std::move(output)) {}
 
   std::variant<ConcatLayout, std::string> Check(const PrimFunc& func) {
     Run(func);
@@ -192,20 +239,8 @@ class ConcatCheck : public ScopedVisitor {
     if (next != *AsConstInt(output_.shape()[*axis])) {
       return std::string("the slices do not tile the axis");
     }
-    ConcatLayout layout;
-    layout.axis = *axis;
-    Array<ObjectRef> shape = output_.shape();
-    for (int64_t d = 0; d < layout.axis && layout.contiguous; ++d) {
-      if (AsConstInt(shape[d]) != 1) {
-        layout.contiguous = false;
-        layout.not_contiguous = "dimension " + std::to_string(d) + " before axis " +
-                                std::to_string(layout.axis) + " has extent " +
-                                std::to_string(*AsConstInt(shape[d])) +
-                                ", not 1: the slices are not contiguous";
-      }
-    }
-    int64_t inner = DTypeBytes(output_.dtype());
-    for (size_t d = layout.axis + 1; d < shape.size(); ++d) inner *= *AsConstInt(shape[d]);
+    ConcatLayout layout = LayoutAlong(*axis);
+    int64_t inner = BytesPerIndex(*axis);
     for (size_t j = 0; j < inputs_.size(); ++j) {
       layout.byte_offsets.push_back(start(j) * inner);
     }
@@ -213,17 +248,6 @@ class ConcatCheck : public ScopedVisitor {
   }
 
  private:
-  void Fail(const std::string& why) {
-    if (!failure_) failure_ = why;
-  }
-
-  int InputIndex(const Buffer& buffer) const {
-    for (size_t j = 0; j < inputs_.size(); ++j) {
-      if (inputs_[j].same_as(buffer)) return static_cast<int>(j);
-    }
-    return -1;
-  }
-
   void OnStore(const BufferStore& store) override {
     if (failure_) return;
     if (!store.buffer().same_as(output_)) return Fail("the PrimFunc writes a buffer of its own");
@@ -331,9 +355,6 @@ class ConcatCheck : public ScopedVisitor {
     Fail("a block matches a sub-buffer");
   }
 
-  std::vector<Buffer> inputs_;
-  Buffer output_;
-  std::optional<std::string> failure_;
   std::optional<SBlockRealize> realize_;
   std::optional<Array<ObjectRef>> store_indices_;
   /*! \brief Per input, the output index minus the input index along each dimension. */
@@ -342,10 +363,10 @@ class ConcatCheck : public ScopedVisitor {
 
 /*! \brief The second proof of relax/concat_prim_func.h: the inputs a kernel writes back unchanged
  *         into slices of its output. */
-class SlicedWriteCheck : public ScopedVisitor {
+class SlicedWriteCheck : public OutputCheck {
  public:
   SlicedWriteCheck(Analyzer* analyzer, std::vector<Buffer> inputs, Buffer output)
-      : ScopedVisitor(analyzer), inputs_(std::move(inputs)), output_(std::move(output)) {}
+      : OutputCheck(analyzer, std::move(inputs), std::move(output)) {}
 
   std::variant<ConcatLayout, std::string> Check(const PrimFunc& func) {
     Run(func);
@@ -392,10 +413,8 @@ class SlicedWriteCheck : public ScopedVisitor {
     for (const Leaf& leaf : leaves) {
       ranges.push_back(AxisRange(*axis, axis_extent, leaf.conditions));
     }
-    ConcatLayout layout;
-    layout.axis = *axis;
-    int64_t inner = DTypeBytes(output_.dtype());
-    for (size_t d = *axis + 1; d < shape.size(); ++d) inner *= *AsConstInt(shape[d]);
+    ConcatLayout layout = LayoutAlong(*axis);
+    int64_t inner = BytesPerIndex(*axis);
     std::vector<std::pair<int64_t, int64_t>> sliced;  // [start, end) along the axis
     for (size_t j = 0; j < inputs_.size(); ++j) {
       const Slice& slice = slices[j];
@@ -425,15 +444,6 @@ class SlicedWriteCheck : public ScopedVisitor {
     for (size_t k = 0; k < leaves.size() && !layout.computes; ++k) {
       layout.computes = !leaf_input[k] || !layout.Sliced(*leaf_input[k]);
     }
-    for (int64_t d = 0; d < layout.axis && layout.contiguous; ++d) {
-      if (AsConstInt(shape[d]) != 1) {
-        layout.contiguous = false;
-        layout.not_contiguous = "dimension " + std::to_string(d) + " before axis " +
-                                std::to_string(layout.axis) + " has extent " +
-                                std::to_string(*AsConstInt(shape[d])) +
-                                ", not 1: the slices are not contiguous";
-      }
-    }
     return layout;
   }
 
@@ -442,17 +452,6 @@ class SlicedWriteCheck : public ScopedVisitor {
     ObjectRef value;
     std::vector<Condition> conditions;
   };
-
-  void Fail(const std::string& why) {
-    if (!failure_) failure_ = why;
-  }
-
-  int InputIndex(const Buffer& buffer) const {
-    for (size_t j = 0; j < inputs_.size(); ++j) {
-      if (inputs_[j].same_as(buffer)) return static_cast<int>(j);
-    }
-    return -1;
-  }
 
   static void CollectLeaves(const ObjectRef& value, std::vector<Condition> conditions,
                             std::vector<Leaf>* leaves) {
@@ -564,9 +563,6 @@ class SlicedWriteCheck : public ScopedVisitor {
     Fail("a block matches a sub-buffer");
   }
 
-  std::vector<Buffer> inputs_;
-  Buffer output_;
-  std::optional<std::string> failure_;
   std::optional<SBlockRealize> block_;
   std::optional<BufferStore> store_;
   /*! \brief Per dimension of the output, the range its store index takes. */

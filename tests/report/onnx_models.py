@@ -8,19 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-OPSET = 17
-
-
-def _init(rng, name: str, shape) -> onnx.TensorProto:
-    return numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(np.float32), name=name)
-
-
-def _model(nodes, inputs, outputs, initializers, name: str) -> onnx.ModelProto:
-    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+from zoo.onnx_models import checked_model, random_initializer
 
 
 def conv_net(batch: int | str = "N") -> onnx.ModelProto:
@@ -28,14 +16,14 @@ def conv_net(batch: int | str = "N") -> onnx.ModelProto:
     1x1 conv -> global average pool -> flatten -> gemm."""
     rng = np.random.default_rng(0)
     inits = [
-        _init(rng, "w1", (8, 3, 3, 3)),
-        _init(rng, "b1", (8,)),
-        _init(rng, "w2", (8, 8, 3, 3)),
-        _init(rng, "b2", (8,)),
-        _init(rng, "w3", (16, 16, 1, 1)),
-        _init(rng, "b3", (16,)),
-        _init(rng, "fc_w", (16, 10)),
-        _init(rng, "fc_b", (10,)),
+        random_initializer(rng, "w1", (8, 3, 3, 3)),
+        random_initializer(rng, "b1", (8,)),
+        random_initializer(rng, "w2", (8, 8, 3, 3)),
+        random_initializer(rng, "b2", (8,)),
+        random_initializer(rng, "w3", (16, 16, 1, 1)),
+        random_initializer(rng, "b3", (16,)),
+        random_initializer(rng, "fc_w", (16, 10)),
+        random_initializer(rng, "fc_b", (10,)),
     ]
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
@@ -51,7 +39,7 @@ def conv_net(batch: int | str = "N") -> onnx.ModelProto:
     ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 32, 32])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 10])
-    return _model(nodes, [x], [y], inits, "conv_net")
+    return checked_model(nodes, [x], [y], inits, "conv_net")
 
 
 def transformer_encoder(batch: int | str = "N", seq: int = 16, dim: int = 32, heads: int = 4):
@@ -59,18 +47,18 @@ def transformer_encoder(batch: int | str = "N", seq: int = 16, dim: int = 32, he
     rng = np.random.default_rng(1)
     head_dim = dim // heads
     inits = [
-        _init(rng, "ln1_scale", (dim,)),
-        _init(rng, "ln1_bias", (dim,)),
-        _init(rng, "wq", (dim, dim)),
-        _init(rng, "wk", (dim, dim)),
-        _init(rng, "wv", (dim, dim)),
-        _init(rng, "wo", (dim, dim)),
-        _init(rng, "ln2_scale", (dim,)),
-        _init(rng, "ln2_bias", (dim,)),
-        _init(rng, "w_ff1", (dim, 4 * dim)),
-        _init(rng, "b_ff1", (4 * dim,)),
-        _init(rng, "w_ff2", (4 * dim, dim)),
-        _init(rng, "b_ff2", (dim,)),
+        random_initializer(rng, "ln1_scale", (dim,)),
+        random_initializer(rng, "ln1_bias", (dim,)),
+        random_initializer(rng, "wq", (dim, dim)),
+        random_initializer(rng, "wk", (dim, dim)),
+        random_initializer(rng, "wv", (dim, dim)),
+        random_initializer(rng, "wo", (dim, dim)),
+        random_initializer(rng, "ln2_scale", (dim,)),
+        random_initializer(rng, "ln2_bias", (dim,)),
+        random_initializer(rng, "w_ff1", (dim, 4 * dim)),
+        random_initializer(rng, "b_ff1", (4 * dim,)),
+        random_initializer(rng, "w_ff2", (4 * dim, dim)),
+        random_initializer(rng, "b_ff2", (dim,)),
         numpy_helper.from_array(np.array([0, 0, heads, head_dim], dtype=np.int64), "heads_shape"),
         numpy_helper.from_array(np.array([0, 0, dim], dtype=np.int64), "model_shape"),
         numpy_helper.from_array(np.array(np.sqrt(head_dim), dtype=np.float32), "scale"),
@@ -104,7 +92,7 @@ def transformer_encoder(batch: int | str = "N", seq: int = 16, dim: int = 32, he
     ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, seq, dim])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, seq, dim])
-    return _model(nodes, [x], [y], inits, "transformer_encoder")
+    return checked_model(nodes, [x], [y], inits, "transformer_encoder")
 
 
 def torch_transformer_encoder(layers: int = 2, seq: int = 16, dim: int = 64, heads: int = 4):
@@ -131,18 +119,18 @@ def torch_transformer_encoder(layers: int = 2, seq: int = 16, dim: int = 64, hea
     for i in range(layers):
         p = f"/layers.{i}"
         inits += [
-            _init(rng, f"layers.{i}.in_proj_weight_t", (dim, 3 * dim)),
-            _init(rng, f"layers.{i}.self_attn.in_proj_bias", (3 * dim,)),
-            _init(rng, f"layers.{i}.out_proj_weight_t", (dim, dim)),
-            _init(rng, f"layers.{i}.self_attn.out_proj.bias", (dim,)),
-            _init(rng, f"layers.{i}.norm1.weight", (dim,)),
-            _init(rng, f"layers.{i}.norm1.bias", (dim,)),
-            _init(rng, f"layers.{i}.linear1_weight_t", (dim, ffn)),
-            _init(rng, f"layers.{i}.linear1.bias", (ffn,)),
-            _init(rng, f"layers.{i}.linear2_weight_t", (ffn, dim)),
-            _init(rng, f"layers.{i}.linear2.bias", (dim,)),
-            _init(rng, f"layers.{i}.norm2.weight", (dim,)),
-            _init(rng, f"layers.{i}.norm2.bias", (dim,)),
+            random_initializer(rng, f"layers.{i}.in_proj_weight_t", (dim, 3 * dim)),
+            random_initializer(rng, f"layers.{i}.self_attn.in_proj_bias", (3 * dim,)),
+            random_initializer(rng, f"layers.{i}.out_proj_weight_t", (dim, dim)),
+            random_initializer(rng, f"layers.{i}.self_attn.out_proj.bias", (dim,)),
+            random_initializer(rng, f"layers.{i}.norm1.weight", (dim,)),
+            random_initializer(rng, f"layers.{i}.norm1.bias", (dim,)),
+            random_initializer(rng, f"layers.{i}.linear1_weight_t", (dim, ffn)),
+            random_initializer(rng, f"layers.{i}.linear1.bias", (ffn,)),
+            random_initializer(rng, f"layers.{i}.linear2_weight_t", (ffn, dim)),
+            random_initializer(rng, f"layers.{i}.linear2.bias", (dim,)),
+            random_initializer(rng, f"layers.{i}.norm2.weight", (dim,)),
+            random_initializer(rng, f"layers.{i}.norm2.bias", (dim,)),
         ]
         a = f"{p}/self_attn"
         qkv = node("MatMul", f"{a}/MatMul", [x, f"layers.{i}.in_proj_weight_t"])
@@ -192,4 +180,4 @@ def torch_transformer_encoder(layers: int = 2, seq: int = 16, dim: int = 64, hea
     nodes.append(helper.make_node("Transpose", [x], ["y"], name="/Transpose_out", perm=[1, 0, 2]))
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, dim])]
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, dim])]
-    return _model(nodes, inputs, outputs, inits, "torch_transformer_encoder")
+    return checked_model(nodes, inputs, outputs, inits, "torch_transformer_encoder")
