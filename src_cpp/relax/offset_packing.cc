@@ -160,6 +160,22 @@ Packing GreedyBySize(const std::vector<PackItem>& items, int64_t alignment, bool
                        (best_fit ? ", best fit" : ", first fit"));
 }
 
+/*! \brief In program order (by first point, larger first at a tie), each at the lowest offset
+ *         free over its lifetime: a linear scan. It keeps long-lived tensors made one after
+ *         another (DenseNet's features) stacked below the temporaries that come and go between
+ *         them, which placing the largest first scatters. */
+Packing GreedyInProgramOrder(const std::vector<PackItem>& items, int64_t alignment) {
+  std::vector<size_t> order(items.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (items[a].first != items[b].first) return items[a].first < items[b].first;
+    return items[a].bytes > items[b].bytes;
+  });
+  Placer placer(items, alignment);
+  for (size_t i : order) placer.Place(i, /*best_fit=*/false);
+  return placer.Result("greedy in program order, first fit");
+}
+
 /*! \brief The program points with the most live bytes first; at each, its unplaced items by
  *         decreasing size (TFLite's "greedy by breadth"). */
 Packing GreedyByBreadth(const std::vector<PackItem>& items, int64_t alignment) {
@@ -268,6 +284,7 @@ Packing PackOffsets(const std::vector<PackItem>& items, int64_t alignment) {
   if (consider(GreedyBySize(items, alignment, /*best_fit=*/false, /*longest_first=*/false))) {
     return best;
   }
+  if (consider(GreedyInProgramOrder(items, alignment))) return best;
   // Still above the bound: greedy by size again over slightly shuffled orders (sizes scaled by
   // a factor in [1, 1.5), a fixed sequence, so the result does not vary between runs).
   uint64_t state = 0x9e3779b97f4a7c15ULL;

@@ -15,11 +15,11 @@
  *
  * Several greedy orders are tried and the smallest result is kept (TFLite's arena planner and
  * ExecuTorch keep such a choice too): by size with best fit (each tensor, largest first, goes
- * into the smallest gap between the tensors placed so far that overlap it in time), and by
- * breadth (program points with the most live bytes first). The search stops as soon as a
- * result reaches the peak-live bound, which no placement can beat. A group is placed whole when
- * the first of its items comes up, at the lowest offset where none of its items overlaps an
- * item placed before.
+ * into the smallest gap between the tensors placed so far that overlap it in time), by
+ * breadth (program points with the most live bytes first), and in program order (first fit). The
+ * search stops as soon as a result reaches the peak-live bound, which no placement can beat. A
+ * group is placed whole when the first of its items comes up, at the lowest offset where none of
+ * its items overlaps an item placed before.
  */
 #ifndef TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_
 #define TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_
