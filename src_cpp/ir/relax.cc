@@ -174,6 +174,34 @@ ObjectRef MakeAssert(const ObjectRef& condition, const Array<ObjectRef>& format_
 
 Any OpAttr(const ObjectRef& op, const char* key) { return func::OpGetAttr(op, String(key)); }
 
+std::map<std::string, int64_t> IntAttrMap(const Function& func, const std::string& function,
+                                          const char* key) {
+  std::map<std::string, int64_t> out;
+  std::optional<Any> attr = FuncAttr(func.ref(), key);
+  if (!attr || *attr == nullptr) return out;
+  std::optional<Map<String, Any>> entries = attr->try_cast<Map<String, Any>>();
+  if (!entries) {
+    TVM_FFI_THROW(TypeError) << "function " << Quoted(function) << ": " << key
+                             << " must map shape variable names to integers, got "
+                             << ToString(*attr);
+  }
+  for (const auto& [name, value] : *entries) {
+    std::optional<int64_t> bound;
+    if (value.type_index() == ffi::TypeIndex::kTVMFFIInt) {
+      bound = value.cast<int64_t>();
+    } else if (value.as<ffi::Object>() != nullptr) {
+      bound = AsConstInt(value.cast<ObjectRef>());
+    }
+    if (!bound) {
+      TVM_FFI_THROW(TypeError) << "function " << Quoted(function) << ": " << key << "[\""
+                               << std::string(name) << "\"] must be an integer, got "
+                               << ToString(value);
+    }
+    out[std::string(name)] = *bound;
+  }
+  return out;
+}
+
 Call MakeTypedCall(const ObjectRef& type, const ObjectRef& op, const Array<ObjectRef>& args,
                    const Array<ObjectRef>& ty_args) {
   return Call(func::MakeCall(type, op, args, nullptr, ty_args, nullptr).cast<ObjectRef>());

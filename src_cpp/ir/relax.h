@@ -14,6 +14,7 @@
 #define TVM_MEMPLAN_IR_RELAX_H_
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -179,6 +180,12 @@ ObjectRef AnyType();
 
 /*! \brief An operator attribute (`ir.OpGetAttr`), or None when the operator does not set it. */
 Any OpAttr(const ObjectRef& op, const char* key);
+
+/*! \brief An integer attribute map of `func` such as `tir_var_upper_bound` (name -> value),
+ *         empty when unset; a value that is not an integer is a TypeError naming `function`,
+ *         the attribute and the variable. */
+std::map<std::string, int64_t> IntAttrMap(const Function& func, const std::string& function,
+                                          const char* key);
 
 /*! \brief What a rewrite makes of one binding: it appends its replacements (none, itself, or
  *         several bindings) to `out`. */

@@ -286,6 +286,25 @@ class Placer {
 
 }  // namespace
 
+ObjectRef ConcatenationRecord(const std::vector<ConcatTensor>& tensors, const ConcatCall& call,
+                              const ConcatDecision& decision) {
+  ffi::ObjectPtr<ConcatenationObj> record = ffi::make_object<ConcatenationObj>();
+  auto name = [&](size_t j) {
+    return call.args[j] >= 0 ? tensors[call.args[j]].name : call.arg_names[j];
+  };
+  record->output = name(call.args.size() - 1);
+  record->callee = call.callee;
+  for (size_t j = 0; j + 1 < call.args.size(); ++j) {
+    (call.layout.Sliced(j) ? record->inputs : record->computed_from).push_back(name(j));
+  }
+  record->axis = call.layout.axis;
+  record->kernel_runs = call.layout.computes;
+  record->copy_free = decision.copy_free;
+  record->decision = decision.code;
+  record->reason = decision.reason;
+  return ObjectRef(record);
+}
+
 ConcatPlacement PlaceConcatenations(const std::vector<ConcatTensor>& tensors,
                                     const std::vector<ConcatCall>& calls, int64_t alignment) {
   return Placer(tensors, calls, alignment).Run();

@@ -94,6 +94,11 @@ struct ConcatPlacement {
   std::vector<int64_t> group, delta;
 };
 
+/*! \brief The Concatenation record (relax/memory_plan_records.h) of `call` decided so, its
+ *         tensors named as PlannedTensor.binding names them. */
+ObjectRef ConcatenationRecord(const std::vector<ConcatTensor>& tensors, const ConcatCall& call,
+                              const ConcatDecision& decision);
+
 /*! \brief Decide every concatenation of one function (rules of the file comment). */
 ConcatPlacement PlaceConcatenations(const std::vector<ConcatTensor>& tensors,
                                     const std::vector<ConcatCall>& calls, int64_t alignment);

@@ -1,12 +1,11 @@
 /*!
  * \file relax/memory_plan_analysis.cc
- * \brief The planner's analysis: allocations and their lifetimes, sizes, packing per device and
- *        scope, the record, and the choice between our plan and the stock planner's.
+ * \brief The planner's analysis: allocations and their lifetimes, sizes, copy-free
+ *        concatenations, storages (relax/memory_plan_storages.h), the record and the stock
+ *        planner's figures; then the choice between the two plans (relax/planner_choice.h).
  */
 #include "relax/memory_plan_analysis.h"
 
-#include <tvm/ffi/extra/structural_key.h>
-#include <tvm/ffi/extra/structural_visit.h>
 #include <tvm/ffi/reflection/registry.h>
 
 #include <algorithm>
@@ -19,10 +18,10 @@
 
 #include "ir/analyzer.h"
 #include "ir/pass.h"
-#include "ir/scopes.h"
 #include "relax/concat_placement.h"
 #include "relax/memory_plan_model.h"
-#include "relax/offset_packing.h"
+#include "relax/memory_plan_storages.h"
+#include "relax/planner_choice.h"
 #include "relax/stock_planner.h"
 #include "relax/storage_flow.h"
 #include "target/planning_devices.h"
@@ -33,83 +32,12 @@ namespace relax {
 using namespace ir;
 using ir::relax::Binding;
 using ir::relax::Function;
-using ir::relax::IsExternFunc;
 using ir::relax::TensorType;
 using ir::relax::TypeOf;
 
 namespace {
 
-std::string Bytes(int64_t bytes) { return std::to_string(bytes) + " B"; }
-
-/*! \brief An integer attribute map such as `tir_var_upper_bound` (name -> value); a value that
- *         is not an integer is a TypeError naming `function`, the attribute and the variable. */
-std::map<std::string, int64_t> IntAttrMap(const Function& func, const std::string& function,
-                                          const char* key) {
-  std::map<std::string, int64_t> out;
-  std::optional<Any> attr = FuncAttr(func.ref(), key);
-  if (!attr || *attr == nullptr) return out;
-  std::optional<Map<String, Any>> entries = attr->try_cast<Map<String, Any>>();
-  if (!entries) {
-    TVM_FFI_THROW(TypeError) << "function " << Quoted(function) << ": " << key
-                             << " must map shape variable names to integers, got "
-                             << ToString(*attr);
-  }
-  for (const auto& [name, value] : *entries) {
-    std::optional<int64_t> bound;
-    if (value.type_index() == ffi::TypeIndex::kTVMFFIInt) {
-      bound = value.cast<int64_t>();
-    } else if (value.as<ffi::Object>() != nullptr) {
-      bound = AsConstInt(value.cast<ObjectRef>());
-    }
-    if (!bound) {
-      TVM_FFI_THROW(TypeError) << "function " << Quoted(function) << ": " << key << "[\""
-                               << std::string(name) << "\"] must be an integer, got "
-                               << ToString(value);
-    }
-    out[std::string(name)] = *bound;
-  }
-  return out;
-}
-
 const DLDataType kInt64{kDLInt, 64, 1};
-
-/*! \brief One `R.builtin.alloc_tensor` and what the planner decides for it. */
-struct Allocation {
-  Allocation(Binding binding, Call call, int64_t step, RootId root)
-      : binding(std::move(binding)), call(std::move(call)), step(step), root(root) {}
-  Binding binding;
-  Call call;
-  int64_t step;
-  RootId root;
-  Array<ObjectRef> shape;
-  DLDataType dtype{kDLFloat, 32, 1};
-  int64_t device = 0;
-  std::string scope;
-  /*! \brief Bytes (upper bound when symbolic and bounded); -1 unbounded. */
-  int64_t bytes = -1;
-  bool symbolic = false;
-  /*! \brief The bytes as an expression of the shape variables (when the type is known). */
-  ObjectRef size;
-  /*! \brief Unbounded, and only parameters' shape variables occur in `size`: it can size a
-   *         storage at the function's start. */
-  bool sized_on_entry = false;
-  /*! \brief The bounded shape variables in its shape (`bytes` takes their bounds). */
-  std::vector<const Object*> bounded_vars;
-  std::string op;
-  int64_t first = 0, last = 0;
-  /*! \brief Why it is not planned: a code of namespace `unplanned`, and a sentence. */
-  const char* unplanned = "";
-  std::string reason;
-  bool plannable() const { return *unplanned == '\0'; }
-  void Unplanned(const char* code, std::string why) {
-    unplanned = code;
-    reason = std::move(why);
-  }
-  int64_t storage = -1, offset = 0;
-  bool known_type = false;
-  /*! \brief Placed with others by copy-free concatenations: the group, and its offset there. */
-  int64_t group = -1, group_offset = 0;
-};
 
 class PlanAnalysis {
  public:
@@ -136,33 +64,21 @@ class PlanAnalysis {
     for (size_t i = 0; i < steps_.size(); ++i) Visit(static_cast<int64_t>(i));
     // Step 2: sizes; step 3: lifetimes and what is not planned.
     BindUpperBounds();
-    for (Allocation& a : allocations_) {
+    for (TensorAllocation& a : allocations_) {
       Size(&a);
       Lifetime(&a);
     }
     // Step 4: copy-free concatenations (relax/concat_placement.h); step 5: storages per
-    // (device, scope).
+    // (device, scope) (relax/memory_plan_storages.h).
     CopyFreeConcatenations();
-    std::string device_refusal = Pack();
-    // Step 6: the record and the bound; step 7: the stock planner's figures and the choice.
+    std::string device_refusal =
+        PackStorages(func_, &allocations_, devices_, options_.alignment, &storages_);
+    // Step 6: the record and the bound; step 7: the stock planner's figures. The choice between
+    // the two plans is the caller's (relax/planner_choice.h).
     MemoryPlan plan = Record();
-    bool stock_well_formed =
+    plan.device_refusal = device_refusal;
+    plan.stock_well_formed =
         CompareWithStock(&plan, !device_refusal.empty() || compare_with_stock, compare_with_stock);
-    PlannerChoice choice = ChoosePlanner(*plan.record, stock_well_formed, device_refusal, options_);
-    plan.record->planner = choice.planner;
-    plan.record->decision = choice.decision;
-    plan.record->reason = choice.reason;
-    if (plan.record->planner == kStockPlanner) {
-      plan.stock_function = stock_->Planned(gv_);
-      plan.dropped_bindings.clear();
-      for (const ObjectRef& record : plan.record->concats) {
-        auto* concat = const_cast<ConcatenationObj*>(record.as<ConcatenationObj>());
-        if (!concat->copy_free) continue;
-        concat->copy_free = false;
-        concat->decision = concat::kStockPlanned;
-        concat->reason = "the function is planned by the stock planner";
-      }
-    }
     return plan;
   }
 
@@ -243,8 +159,10 @@ class PlanAnalysis {
     }
     for (const Object* var : VarsOf(func_.ret_type())) signature_vars_.insert(var);
     std::string name = GlobalVarName(gv_);
-    std::map<std::string, int64_t> upper = IntAttrMap(func_, name, schema::attr::TirVarUpperBound);
-    std::map<std::string, int64_t> lower = IntAttrMap(func_, name, schema::attr::TirVarLowerBound);
+    std::map<std::string, int64_t> upper =
+        ir::relax::IntAttrMap(func_, name, schema::attr::TirVarUpperBound);
+    std::map<std::string, int64_t> lower =
+        ir::relax::IntAttrMap(func_, name, schema::attr::TirVarLowerBound);
     for (const Object* var : signature_vars_) {
       ObjectRef ref = ffi::GetRef<ObjectRef>(var);
       auto found = upper.find(Var(ref).name());
@@ -263,7 +181,7 @@ class PlanAnalysis {
     }
   }
 
-  void Size(Allocation* a) const {
+  void Size(TensorAllocation* a) const {
     std::optional<TensorType> type = As<TensorType>(TypeOf(a->call.ref()));
     std::optional<Array<ObjectRef>> shape = type ? type->shape() : std::nullopt;
     std::optional<DLDataType> dtype = type ? type->dtype() : std::nullopt;
@@ -311,7 +229,7 @@ class PlanAnalysis {
     }
   }
 
-  void Lifetime(Allocation* a) const {
+  void Lifetime(TensorAllocation* a) const {
     const Root& root = flow_.root(a->root);
     a->first = a->last = a->step;
     bool returned = false;
@@ -333,7 +251,7 @@ class PlanAnalysis {
    *         groups of tensors they place together. */
   void CopyFreeConcatenations() {
     std::vector<ConcatTensor> tensors;
-    for (const Allocation& a : allocations_) {
+    for (const TensorAllocation& a : allocations_) {
       ConcatTensor t;
       t.name = a.binding.var().name();
       t.bytes = a.known_type && !a.symbolic ? a.bytes : -1;
@@ -368,22 +286,7 @@ class PlanAnalysis {
         decision = {false, concat::kDisabled, "copy_free_concat=False"};
       }
       const ConcatCall& call = calls[k];
-      ffi::ObjectPtr<ConcatenationObj> record = ffi::make_object<ConcatenationObj>();
-      // Tensors by their allocation's name, as PlannedTensor.binding names them.
-      auto name = [&](size_t j) {
-        return call.args[j] >= 0 ? tensors[call.args[j]].name : call.arg_names[j];
-      };
-      record->output = name(call.args.size() - 1);
-      record->callee = call.callee;
-      for (size_t j = 0; j + 1 < call.args.size(); ++j) {
-        (call.layout.Sliced(j) ? record->inputs : record->computed_from).push_back(name(j));
-      }
-      record->axis = call.layout.axis;
-      record->kernel_runs = call.layout.computes;
-      record->copy_free = decision.copy_free;
-      record->decision = decision.code;
-      record->reason = decision.reason;
-      concat_records_.push_back(ObjectRef(record));
+      concat_records_.push_back(ConcatenationRecord(tensors, call, decision));
       if (decision.copy_free && !call.layout.computes) {
         dropped_bindings_.push_back(steps_[call.step].binding->ref());
       }
@@ -403,115 +306,6 @@ class PlanAnalysis {
     return found == root_allocation_.end() ? -1 : static_cast<int64_t>(found->second);
   }
 
-  /*! \brief Storages and offsets; returns why the function must be planned by the stock
-   *         planner ("" when it need not). */
-  std::string Pack() {
-    std::map<std::pair<int64_t, std::string>, std::vector<size_t>> groups;
-    for (size_t i = 0; i < allocations_.size(); ++i) {
-      if (allocations_[i].plannable()) {
-        groups[{allocations_[i].device, allocations_[i].scope}].push_back(i);
-      }
-    }
-    for (const auto& [key, members] : groups) {
-      const auto& [device, scope] = key;
-      if (scope != scope::kGlobal && !scope.empty()) {
-        return "storage scope \"" + scope + "\" (" + Quoted(FirstBinding(members)) +
-               "): only \"global\" storage takes tensors at offsets";
-      }
-      if (!devices_.OffsetsAreFree(device)) {
-        return devices_.Describe(device) + " (" + Quoted(FirstBinding(members)) +
-               "): a tensor at an offset would be copied by ensure_zero_offset";
-      }
-    }
-    for (const auto& [key, members] : groups) {
-      PackGroup(key.first, key.second, members);
-      ShareSymbolic(key.first, key.second, members);
-    }
-    // As TVM's planner does with this attribute: unplanned tensors of symbolic shape (the
-    // function's outputs) get storage of their own, sized by the upper bound.
-    std::optional<Any> plan_outputs =
-        FuncAttr(func_.ref(), schema::attr::MemoryPlanDynamicFuncOutput);
-    if (plan_outputs && plan_outputs->cast<bool>()) {
-      for (Allocation& a : allocations_) {
-        if (a.storage < 0 && a.symbolic && a.bytes >= 0) {
-          a.storage = AddStorage(IntConst(kInt64, a.bytes), a.device, a.scope, /*bounded=*/true);
-          a.Unplanned("", "");
-        }
-      }
-    }
-    return "";
-  }
-
-  std::string FirstBinding(const std::vector<size_t>& members) const {
-    return allocations_[members[0]].binding.var().name();
-  }
-
-  void PackGroup(int64_t device, const std::string& scope, const std::vector<size_t>& members) {
-    std::vector<size_t> sized;
-    std::vector<PackItem> items;
-    for (size_t i : members) {
-      if (allocations_[i].bytes < 0) continue;
-      sized.push_back(i);
-      const Allocation& a = allocations_[i];
-      items.push_back(PackItem{a.bytes, a.first, a.last, a.group, a.group_offset});
-    }
-    if (items.empty()) return;
-    Packing packing = PackOffsets(items, options_.alignment);
-    TVM_FFI_ICHECK(IsValidPacking(items, packing, options_.alignment))
-        << "internal error: the offset packing of " << items.size() << " tensors overlaps";
-    bool bounded =
-        std::any_of(sized.begin(), sized.end(), [&](size_t i) { return allocations_[i].symbolic; });
-    int64_t storage = AddStorage(IntConst(kInt64, packing.bytes), device, scope, bounded);
-    for (size_t k = 0; k < sized.size(); ++k) {
-      allocations_[sized[k]].storage = storage;
-      allocations_[sized[k]].offset = packing.offsets[k];
-    }
-  }
-
-  /*! \brief Unbounded symbolic sizes: tensors of provably equal size whose lifetimes do not
-   *         overlap share a storage (interval colouring, in order of first use). */
-  void ShareSymbolic(int64_t device, const std::string& scope, const std::vector<size_t>& members) {
-    std::unordered_map<ffi::StructuralKey, std::vector<size_t>> classes;
-    std::vector<ffi::StructuralKey> order;
-    for (size_t i : members) {
-      if (!allocations_[i].sized_on_entry) continue;
-      ffi::StructuralKey key(allocations_[i].size);
-      auto [it, inserted] = classes.emplace(key, std::vector<size_t>());
-      if (inserted) order.push_back(key);
-      it->second.push_back(i);
-    }
-    for (const ffi::StructuralKey& key : order) {
-      std::vector<size_t>& tensors = classes[key];
-      std::sort(tensors.begin(), tensors.end(),
-                [&](size_t a, size_t b) { return allocations_[a].first < allocations_[b].first; });
-      std::vector<std::pair<int64_t, int64_t>> busy;  // (storage, last point of its tensor)
-      for (size_t i : tensors) {
-        Allocation& a = allocations_[i];
-        auto free = std::find_if(busy.begin(), busy.end(),
-                                 [&](const auto& s) { return s.second < a.first; });
-        if (free == busy.end()) {
-          busy.emplace_back(AddStorage(a.size, device, scope, /*bounded=*/false), a.last);
-          free = busy.end() - 1;
-        }
-        free->second = a.last;
-        a.storage = free->first;
-        a.offset = 0;
-      }
-    }
-  }
-
-  int64_t AddStorage(const ObjectRef& size, int64_t device, const std::string& scope,
-                     bool bounded) {
-    ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
-    storage->bytes = AsConstInt(size).value_or(-1);
-    storage->size = size;
-    storage->bounded = bounded;
-    storage->device = device;
-    storage->scope = scope;
-    storages_.push_back(ObjectRef(storage));
-    return static_cast<int64_t>(storages_.size() - 1);
-  }
-
   // ---- step 5 -------------------------------------------------------------------------------
 
   MemoryPlan Record() {
@@ -522,7 +316,7 @@ class PlanAnalysis {
     r.num_points = static_cast<int64_t>(steps_.size());
     ObjectRef planned_size = IntConst(kInt64, 0);
     std::set<const Object*> relied;  // the bounded variables sizing planned tensors
-    for (const Allocation& a : allocations_) {
+    for (const TensorAllocation& a : allocations_) {
       if (a.storage >= 0) relied.insert(a.bounded_vars.begin(), a.bounded_vars.end());
       ffi::ObjectPtr<PlannedTensorObj> t = ffi::make_object<PlannedTensorObj>();
       t->binding = a.binding.var().name();
@@ -597,9 +391,9 @@ class PlanAnalysis {
     r.stock_model_bytes = modelled.value_or(-1);
     // A second packing that only the analysis reports (the pass would pay for it on every run).
     if (analysis) r.memplan_model_bytes = model.MemplanBytes({}, options_.alignment).value_or(-1);
-    bool symbolic =
-        r.symbolic_allocations > 0 || std::any_of(allocations_.begin(), allocations_.end(),
-                                                  [](const Allocation& a) { return a.symbolic; });
+    bool symbolic = r.symbolic_allocations > 0 ||
+                    std::any_of(allocations_.begin(), allocations_.end(),
+                                [](const TensorAllocation& a) { return a.symbolic; });
     run = run ||
           (options_.fall_back_to_stock && (!modelled || symbolic || r.planned_bytes > *modelled));
     if (!run) {
@@ -638,7 +432,7 @@ class PlanAnalysis {
   StorageFlow flow_;
   Analyzer analyzer_;
   std::unordered_set<const Object*> signature_vars_;
-  std::vector<Allocation> allocations_;
+  std::vector<TensorAllocation> allocations_;
   std::unordered_map<RootId, size_t> root_allocation_;
   std::vector<ObjectRef> storages_;
   /*! \brief Signature variables with a `tir_var_upper_bound`. */
@@ -654,33 +448,6 @@ class PlanAnalysis {
 };
 
 }  // namespace
-
-PlannerChoice ChoosePlanner(const FunctionMemoryPlanObj& record, bool stock_well_formed,
-                            const std::string& device_refusal,
-                            const MemoryPlanOptionsObj& options) {
-  if (!device_refusal.empty()) return {kStockPlanner, decision::kNoOffsets, device_refusal};
-  std::string ours = Bytes(record.planned_bytes);
-  std::string theirs = record.stock_bytes < 0 ? std::string("unknown") : Bytes(record.stock_bytes);
-  if (!options.fall_back_to_stock) {
-    return {kMemplanPlanner, decision::kFallBackOff,
-            "fall_back_to_stock=False: " + ours + ", the stock planner " + theirs};
-  }
-  bool ran = record.stock_source == stock_source::kStockPass;
-  bool stock_smaller = ran && (record.stock_bytes < record.planned_bytes ||
-                               (record.stock_bytes == record.planned_bytes &&
-                                record.stock_symbolic_allocations < record.symbolic_allocations));
-  if (stock_smaller && stock_well_formed) {
-    return {kStockPlanner, decision::kStockSmaller,
-            "the stock planner allocates less: " + theirs + " against " + ours};
-  }
-  std::string source = ran ? "TVM's planner run" : "TVM's planner as modelled";
-  std::string reason = ours + ", the stock planner " + theirs + " (" + source + ")";
-  if (stock_smaller) {
-    return {kMemplanPlanner, decision::kStockIllFormed,
-            reason + "; the stock plan is not well formed (apache/tvm#20191)"};
-  }
-  return {kMemplanPlanner, decision::kNoLarger, reason};
-}
 
 std::vector<MemoryPlan> AnalyzeMemoryPlans(const GuardedModule& guarded,
                                            const MemoryPlanOptionsObj& options,
@@ -700,8 +467,10 @@ std::vector<MemoryPlan> AnalyzeMemoryPlans(const GuardedModule& guarded,
   std::vector<MemoryPlan> plans;
   for (const auto& [name, gv] : functions) {
     Function func(mod.functions().at(gv));
-    plans.push_back(
-        PlanAnalysis(gv, func, mod, options, devices, &stock, &prim_funcs).Run(compare_with_stock));
+    MemoryPlan plan =
+        PlanAnalysis(gv, func, mod, options, devices, &stock, &prim_funcs).Run(compare_with_stock);
+    ApplyPlannerChoice(&plan, ChoosePlanner(plan, options), &stock, gv);
+    plans.push_back(std::move(plan));
     auto reverted = guarded.reverted.find(name);
     if (reverted != guarded.reverted.end()) plans.back().record->reverted_writes = reverted->second;
   }

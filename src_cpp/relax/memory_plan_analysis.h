@@ -45,7 +45,7 @@
  *  5. With `fall_back_to_stock`, a function whose plan would take more bytes than the stock
  *     planner's (modelled by relax/memory_plan_model.h, and run when the model cannot tell:
  *     relax/stock_planner.h) is planned by the stock planner, unless the stock plan is not well
- *     formed (apache/tvm#20191): ChoosePlanner.
+ *     formed (apache/tvm#20191): relax/planner_choice.h, the step after this analysis.
  *  6. A concatenation whose inputs can sit at their slices of its output is copy-free
  *     (relax/concat_placement.h gives the conditions): the inputs and the output are packed
  *     as one group at fixed offsets from each other, and the call is dropped. With groups the
@@ -85,28 +85,17 @@ struct MemoryPlan {
   /*! \brief The calls of copy-free concatenations (relax.Bindings): their outputs already
    *         hold their inputs, the rewrite drops them. */
   std::vector<ObjectRef> dropped_bindings;
+  /*! \brief Why only the stock planner can plan the function ("" when ours can). */
+  std::string device_refusal;
+  /*! \brief Whether the stock plan is well formed (true when TVM's pass did not run). */
+  bool stock_well_formed = true;
 };
-
-/*! \brief Which planner plans a function, and why (FunctionMemoryPlan.decision, .reason). */
-struct PlannerChoice {
-  const char* planner;
-  const char* decision;
-  std::string reason;
-};
-
-/*!
- * \brief Ours or the stock planner's plan, from a record whose own and stock figures are filled:
- *        the stock plan where ours cannot be used (`device_refusal`, why not) or, with
- *        `fall_back_to_stock`, where TVM's pass ran and allocates less and its plan is well
- *        formed.
- */
-PlannerChoice ChoosePlanner(const FunctionMemoryPlanObj& record, bool stock_well_formed,
-                            const std::string& device_refusal, const MemoryPlanOptionsObj& options);
 
 /*!
  * \brief The plans of every Relax function of `guarded.mod` (Relax after CallTIRRewrite, its
- *        unsafe in-place writes reverted: relax/inplace_guard.h), in name order; each record
- *        lists the writes reverted in its function.
+ *        unsafe in-place writes reverted: relax/inplace_guard.h), in name order, each with its
+ *        planner chosen (relax/planner_choice.h); each record lists the writes reverted in its
+ *        function.
  * \param compare_with_stock Also run the stock planner and record its plan (for the analysis);
  *        otherwise it runs only when the choice of planner needs it.
  */

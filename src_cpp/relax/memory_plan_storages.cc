@@ -1,0 +1,162 @@
+/*!
+ * \file relax/memory_plan_storages.cc
+ * \brief Storages and offsets for the planned tensors of one function.
+ */
+#include "relax/memory_plan_storages.h"
+
+#include <tvm/ffi/extra/structural_key.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "ir/scopes.h"
+#include "relax/memory_plan_records.h"
+#include "relax/offset_packing.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+
+namespace {
+
+const DLDataType kInt64{kDLInt, 64, 1};
+
+class StoragePacker {
+ public:
+  StoragePacker(const ir::relax::Function& func, std::vector<TensorAllocation>* tensors,
+                const target::PlanningDevices& devices, int64_t alignment,
+                std::vector<ObjectRef>* storages)
+      : func_(func),
+        tensors_(*tensors),
+        devices_(devices),
+        alignment_(alignment),
+        storages_(*storages) {}
+
+  std::string Pack() {
+    std::map<std::pair<int64_t, std::string>, std::vector<size_t>> groups;
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      if (tensors_[i].plannable()) {
+        groups[{tensors_[i].device, tensors_[i].scope}].push_back(i);
+      }
+    }
+    for (const auto& [key, members] : groups) {
+      const auto& [device, scope] = key;
+      if (scope != scope::kGlobal && !scope.empty()) {
+        return "storage scope \"" + scope + "\" (" + Quoted(FirstBinding(members)) +
+               "): only \"global\" storage takes tensors at offsets";
+      }
+      if (!devices_.OffsetsAreFree(device)) {
+        return devices_.Describe(device) + " (" + Quoted(FirstBinding(members)) +
+               "): a tensor at an offset would be copied by ensure_zero_offset";
+      }
+    }
+    for (const auto& [key, members] : groups) {
+      PackGroup(key.first, key.second, members);
+      ShareSymbolic(key.first, key.second, members);
+    }
+    // As TVM's planner does with this attribute: unplanned tensors of symbolic shape (the
+    // function's outputs) get storage of their own, sized by the upper bound.
+    std::optional<Any> plan_outputs =
+        FuncAttr(func_.ref(), schema::attr::MemoryPlanDynamicFuncOutput);
+    if (plan_outputs && plan_outputs->cast<bool>()) {
+      for (TensorAllocation& a : tensors_) {
+        if (a.storage < 0 && a.symbolic && a.bytes >= 0) {
+          a.storage = AddStorage(IntConst(kInt64, a.bytes), a.device, a.scope, /*bounded=*/true);
+          a.Unplanned("", "");
+        }
+      }
+    }
+    return "";
+  }
+
+  std::string FirstBinding(const std::vector<size_t>& members) const {
+    return tensors_[members[0]].binding.var().name();
+  }
+
+  void PackGroup(int64_t device, const std::string& scope, const std::vector<size_t>& members) {
+    std::vector<size_t> sized;
+    std::vector<PackItem> items;
+    for (size_t i : members) {
+      if (tensors_[i].bytes < 0) continue;
+      sized.push_back(i);
+      const TensorAllocation& a = tensors_[i];
+      items.push_back(PackItem{a.bytes, a.first, a.last, a.group, a.group_offset});
+    }
+    if (items.empty()) return;
+    Packing packing = PackOffsets(items, alignment_);
+    TVM_FFI_ICHECK(IsValidPacking(items, packing, alignment_))
+        << "internal error: the offset packing of " << items.size() << " tensors overlaps";
+    bool bounded =
+        std::any_of(sized.begin(), sized.end(), [&](size_t i) { return tensors_[i].symbolic; });
+    int64_t storage = AddStorage(IntConst(kInt64, packing.bytes), device, scope, bounded);
+    for (size_t k = 0; k < sized.size(); ++k) {
+      tensors_[sized[k]].storage = storage;
+      tensors_[sized[k]].offset = packing.offsets[k];
+    }
+  }
+
+  /*! \brief Unbounded symbolic sizes: tensors of provably equal size whose lifetimes do not
+   *         overlap share a storage (interval colouring, in order of first use). */
+  void ShareSymbolic(int64_t device, const std::string& scope, const std::vector<size_t>& members) {
+    std::unordered_map<ffi::StructuralKey, std::vector<size_t>> classes;
+    std::vector<ffi::StructuralKey> order;
+    for (size_t i : members) {
+      if (!tensors_[i].sized_on_entry) continue;
+      ffi::StructuralKey key(tensors_[i].size);
+      auto [it, inserted] = classes.emplace(key, std::vector<size_t>());
+      if (inserted) order.push_back(key);
+      it->second.push_back(i);
+    }
+    for (const ffi::StructuralKey& key : order) {
+      std::vector<size_t>& tensors = classes[key];
+      std::sort(tensors.begin(), tensors.end(),
+                [&](size_t a, size_t b) { return tensors_[a].first < tensors_[b].first; });
+      std::vector<std::pair<int64_t, int64_t>> busy;  // (storage, last point of its tensor)
+      for (size_t i : tensors) {
+        TensorAllocation& a = tensors_[i];
+        auto free = std::find_if(busy.begin(), busy.end(),
+                                 [&](const auto& s) { return s.second < a.first; });
+        if (free == busy.end()) {
+          busy.emplace_back(AddStorage(a.size, device, scope, /*bounded=*/false), a.last);
+          free = busy.end() - 1;
+        }
+        free->second = a.last;
+        a.storage = free->first;
+        a.offset = 0;
+      }
+    }
+  }
+
+  int64_t AddStorage(const ObjectRef& size, int64_t device, const std::string& scope,
+                     bool bounded) {
+    ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
+    storage->bytes = AsConstInt(size).value_or(-1);
+    storage->size = size;
+    storage->bounded = bounded;
+    storage->device = device;
+    storage->scope = scope;
+    storages_.push_back(ObjectRef(storage));
+    return static_cast<int64_t>(storages_.size() - 1);
+  }
+
+ private:
+  const ir::relax::Function& func_;
+  std::vector<TensorAllocation>& tensors_;
+  const target::PlanningDevices& devices_;
+  int64_t alignment_;
+  std::vector<ObjectRef>& storages_;
+};
+
+}  // namespace
+
+std::string PackStorages(const ir::relax::Function& func, std::vector<TensorAllocation>* tensors,
+                         const target::PlanningDevices& devices, int64_t alignment,
+                         std::vector<ObjectRef>* storages) {
+  return StoragePacker(func, tensors, devices, alignment, storages).Pack();
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan
