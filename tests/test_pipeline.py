@@ -250,6 +250,32 @@ def test_dynamic_global_stack_is_our_error_not_storage_rewrites():
         tvm.compile(tvm.IRModule({"main": func}), target="llvm", tir_pipeline="memplan")
 
 
+def test_an_annotated_dynamic_buffer_builds_as_in_stocks_pipeline():
+    """disable_lower_builtin on a buffer of dynamic size: StorageRewrite drops the annotation in
+    TVM's pipeline and the buffer goes to the workspace; ours builds it the same way (it used to
+    raise) and computes what stock computes. (llvm: TVM's C code generator cannot print this
+    workspace size, in stock's build as in ours.)"""
+    target = "llvm"
+
+    @T.prim_func
+    def func(A: T.Buffer((64,), "float32"), n: T.int32):
+        K = T.alloc_buffer((n,), "float32", annotations={"disable_lower_builtin": 1})
+        for i in range(n):
+            K[i] = A[i] * T.float32(2)
+        for i in range(n):
+            A[i] = K[n - 1 - i]
+
+    data = np.arange(64, dtype="float32")
+    results = []
+    for pipeline_name in ("default", "memplan"):
+        lib = tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline=pipeline_name)
+        a = tvm.runtime.tensor(data.copy())
+        lib["main"](a, 16)
+        results.append(a.numpy())
+    np.testing.assert_array_equal(results[1], results[0])
+    np.testing.assert_array_equal(results[1][:16], data[:16][::-1] * 2)
+
+
 def test_feature_key_on_the_target_reaches_the_host_functions():
     target = tvm.target.Target({"kind": "c", "feature.max_stack_alloca": 0})
     args = random_args(temporaries, seed=4)

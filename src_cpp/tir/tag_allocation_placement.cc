@@ -22,7 +22,7 @@ using namespace ir;
 namespace {
 
 /*! \brief The scope that carries `d` through StorageRewrite, or "" when its own scope does. */
-std::string CarrierScope(const std::string& function, const AllocationDecision& d) {
+std::string CarrierScope(const AllocationDecision& d) {
   if (!Is<AllocBuffer>(d.node)) return "";
   switch (d.placement) {
     case Placement::kWorkspace:
@@ -31,13 +31,9 @@ std::string CarrierScope(const std::string& function, const AllocationDecision& 
       if (!d.bytes || (d.scope != scope::kGlobal && d.scope != scope::kLocal)) return "";
       return scope::kGlobalWorkspace;
     case Placement::kUnlowered:
-      if (!d.bytes) {
-        TVM_FFI_THROW(ValueError)
-            << function << ": buffer `" << d.buffer.name()
-            << "` is annotated disable_lower_builtin but its size is not a compile-time "
-            << "constant (shape " << ToString(d.buffer.shape()) << "); StorageRewrite drops the "
-            << "annotation and only constant-size allocations can carry it in their scope";
-      }
+      // StorageRewrite refuses dynamic sizes in tagged scopes: such a buffer loses its
+      // annotation there, as in TVM's pipeline, and goes to the workspace as TVM's does.
+      if (!d.bytes) return "";
       return scope::kMemplanUnlowered;
     case Placement::kStack:
     case Placement::kStock:
@@ -63,7 +59,7 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     std::vector<ScopeChange> changes;
     for (const AllocationDecision& d : PlanAllocationPlacement(*func, name, *limits).decisions) {
       if (dump.enabled()) records.push_back(ToRecord(name, d));
-      std::string scope = CarrierScope(name, d);
+      std::string scope = CarrierScope(d);
       if (!scope.empty() && scope != d.buffer.scope()) changes.emplace_back(d.buffer, scope);
     }
     functions.Set(global_var, func->WithBody(ChangeBufferScopes(func->body(), changes)).ref());

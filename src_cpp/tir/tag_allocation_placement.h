@@ -15,6 +15,10 @@
  *         annotations={"disable_lower_builtin": 1})              scope="global.memplan_unlowered")
  * \endcode
  *
+ * An annotated buffer of dynamic size cannot be carried (StorageRewrite refuses dynamic sizes in
+ * such scopes): it loses its annotation in StorageRewrite, as in TVM's pipeline, and goes to the
+ * workspace, as it does there.
+ *
  * Stack decisions keep their scope, so StorageRewrite treats them as before (the "global" ones it
  * may reuse for each other, never growing one past the largest). Errors of the placement rules
  * ("global.stack" that cannot be on the stack, forced stack over the budget) are raised here,

@@ -618,7 +618,6 @@ class TestAccessUnderProvablyFalseConditionDoesNotCount(BaseCompactTest):
             C[j] = B[j]
 
 
-
 def _loop_partition(func):
     with tvm.transform.PassContext(config={"s_tir.LoopPartition": {"partition_const_loop": True}}):
         return _apply(tvm.s_tir.transform.LoopPartition(), func)

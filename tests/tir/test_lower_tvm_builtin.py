@@ -387,6 +387,62 @@ class TestDisableLowerBuiltinForTheCBackendIsInGlobal(BuiltinCase):
             A[i] = K[63 - i]
 
 
+@T.prim_func
+def annotated_beside_unannotated(A: T.Buffer((1024,), "float32"), n: T.int32):
+    # As LowerTVMBuiltin receives it in the pipeline: three allocations annotated
+    # disable_lower_builtin (1024 floats, n floats, a "global.workspace" tile) beside an
+    # unannotated one over the limit.
+    T.func_attr({"target": T.target("llvm")})
+    G = T.alloc_buffer((1024,), "float32", annotations={"disable_lower_builtin": 1})
+    N = T.alloc_buffer((n,), "float32", annotations={"disable_lower_builtin": 1})
+    W = T.alloc_buffer(
+        (4,), "float32", scope="global.workspace", annotations={"disable_lower_builtin": 1}
+    )
+    U = T.alloc_buffer((1024,), "float32")
+    for i in range(1024):
+        G[i] = A[i]
+        U[i] = G[i]
+    for i in range(n):
+        N[i] = A[i]
+    for i in range(4):
+        W[i] = N[i]
+    for i in range(1024):
+        A[i] = U[i] + W[i % 4]
+
+
+class TestAnnotatedAllocationsAreStocksWherePlacementAgrees(BuiltinCase):
+    """Every annotated allocation left as written, in its own scope, and the unannotated one in
+    the workspace: TVM's output, to the structure."""
+
+    before = annotated_beside_unannotated
+    expected = "stock"
+
+
+def test_stocks_unlowered_workspace_tile_does_not_compile_for_the_c_backend():
+    """Why, for a "c" target, our pass moves an annotated buffer to "global" (the case above):
+    TVM's output, reached with StorageRewrite off so that the annotation survives, fails in the
+    C code generator; ours builds and computes. Should TVM's generator accept it, this test
+    fails and the pass can give TVM's output there too."""
+
+    @T.prim_func
+    def tile(A: T.Buffer((64,), "float32")):
+        T.func_attr({"target": T.target("c")})
+        W = T.alloc_buffer(
+            (4,), "float32", scope="global.workspace", annotations={"disable_lower_builtin": 1}
+        )
+        for i in range(4):
+            W[i] = A[i]
+        for i in range(64):
+            A[i] = A[i] + W[i % 4]
+
+    config = {"tirx.disable_storage_rewrite": True}
+    with pytest.raises(Exception, match='scope == "global"'):
+        compile_and_run(tile, random_args(tile), "c", "default", config)
+    args = random_args(tile, seed=2)
+    (got,), _ = compile_and_run(tile, args, "c", "memplan", config)
+    np.testing.assert_array_equal(got, args[0] + np.tile(args[0][:4], 16))
+
+
 class TestCarriedDisableLowerBuiltinComesBackAsTheAnnotation(BuiltinCase):
     """The scope TagAllocationPlacement uses to carry disable_lower_builtin through
     StorageRewrite becomes the annotation again, in scope "global"."""

@@ -96,15 +96,17 @@ def test_errors_name_the_buffer_as_written():
         tag(func, max_stack_alloca=0)
 
 
-def test_unlowered_dynamic_buffer_cannot_be_carried():
+def test_an_annotated_dynamic_buffer_is_left_to_storage_rewrite():
+    """StorageRewrite refuses dynamic sizes in a carrier scope: the buffer stays as written, and
+    loses its annotation there as in TVM's pipeline (tests/test_pipeline.py builds it)."""
+
     @T.prim_func
     def func(A: T.Buffer((4,), "float32"), n: T.int32):
         T.func_attr({"target": T.target("llvm")})
         K = T.alloc_buffer((n,), "float32", annotations={"disable_lower_builtin": 1})
         K[0] = A[0]
 
-    with pytest.raises(ValueError, match="buffer `K` is annotated disable_lower_builtin but its"):
-        tag(func)
+    tvm.ir.assert_structural_equal(tag(func), func)
 
 
 def test_keeps_functions_of_device_targets():
