@@ -75,8 +75,8 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
     switch (d.placement) {
       case Placement::kStack:
         if (d.buffer.scope() != scope::kGlobal) moves.emplace_back(d.buffer, scope::kGlobal);
-        // Smaller "global" allocations TVM's rule keeps on the stack by itself.
-        if (*d.bytes >= kStockMaxStackAlloca) marks.emplace_back(d.buffer, d.placement);
+        // In "global", TVM's rule keeps the smaller ones on the stack by itself.
+        if (!StockKeepsOnStack(d.bytes, scope::kGlobal)) marks.emplace_back(d.buffer, d.placement);
         break;
       case Placement::kUnlowered:
         // Carried through StorageRewrite in our scope: back in "global", with the annotation.
@@ -91,8 +91,7 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
         break;
       case Placement::kWorkspace:
         needs_device_id |= !d.has_device_id;
-        if (d.buffer.scope() == scope::kGlobal && d.bytes.value_or(0) > 0 &&
-            *d.bytes < kStockMaxStackAlloca) {
+        if (StockKeepsOnStack(d.bytes, d.buffer.scope())) {
           // Only the definition: TVM's pass lowers the allocation it sees and never looks at
           // the uses, which keep the buffer itself.
           Buffer stand_in = d.buffer.WithScope(scope::kGlobalWorkspace);

@@ -166,8 +166,7 @@ class Decider {
       return Placement::kStock;
     }
     if (WantsUnlowered(site, d.scope)) return Placement::kUnlowered;
-    bool small = d.bytes && *d.bytes > 0 && *d.bytes < kStockMaxStackAlloca;
-    return d.scope == scope::kGlobal && small ? Placement::kStack : Placement::kWorkspace;
+    return StockKeepsOnStack(d.bytes, d.scope) ? Placement::kStack : Placement::kWorkspace;
   }
 
   static AllocationDecision With(AllocationDecision d, Placement placement, std::string reason) {

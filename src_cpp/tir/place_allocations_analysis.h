@@ -62,6 +62,13 @@ const char* PlacementName(Placement placement);
  */
 inline constexpr int64_t kStockMaxStackAlloca = 1024;
 
+/*! \brief The one model of TVM's rule: whether its LowerTVMBuiltin keeps a host CPU allocation
+ *         of `bytes` (nullopt: not a compile-time constant) in `storage_scope` on the stack. */
+inline bool StockKeepsOnStack(std::optional<int64_t> bytes, const std::string& storage_scope) {
+  return storage_scope == ir::scope::kGlobal && bytes && *bytes > 0 &&
+         *bytes < kStockMaxStackAlloca;
+}
+
 struct AllocationDecision {
   ir::Buffer buffer;
   /*! \brief The defining AllocBuffer, or the SBlock whose alloc_buffers hold the buffer. */
