@@ -65,3 +65,32 @@ def test_pass_pages_list_each_option_with_its_declared_default():
         assert set(shown) == set(declared), page
         for name, default in declared.items():
             assert shown[name] == (f'"{default}"' if isinstance(default, str) else repr(default))
+
+
+def test_wrappers_take_each_declared_option_with_its_default_and_help():
+    """The Python signatures and docstrings of the passes and analyses taking options match
+    the C++ declaration (src_cpp/ir/options.h): a hand-written default or help would drift."""
+    import inspect
+
+    from tvm_memplan import analysis, transform
+    from tvm_memplan._options import declared
+    from tvm_memplan.transform.compact_buffer_allocation import CompactionOptions
+    from tvm_memplan.transform.dataflow_use_inplace_calls import InplaceOptions, use_inplace_calls
+    from tvm_memplan.transform.static_plan_block_memory import MemoryPlanOptions
+
+    wrappers = [
+        (transform.CompactBufferAllocation, CompactionOptions),
+        (analysis.compacted_regions, CompactionOptions),
+        (transform.DataflowUseInplaceCalls, InplaceOptions),
+        (transform.LegalizeOpsAfterInplaceCalls, InplaceOptions),
+        (use_inplace_calls, InplaceOptions),
+        (analysis.inplace_candidates, InplaceOptions),
+        (transform.StaticPlanBlockMemory, MemoryPlanOptions),
+        (analysis.memory_plan, MemoryPlanOptions),
+    ]
+    for wrapper, options in wrappers:
+        parameters = inspect.signature(wrapper).parameters
+        for option in declared(options):
+            assert option.help, f"{options.__name__}.{option.name} has no help"
+            assert parameters[option.name].default == option.default, wrapper.__name__
+            assert option.help.split(".")[0] in " ".join(wrapper.__doc__.split()), wrapper

@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "ir/analyzer.h"
+#include "ir/options.h"
 #include "relax/inplace_prim_func.h"
 #include "relax/memory_plan_model.h"
 #include "relax/storage_flow.h"
@@ -511,31 +512,25 @@ const std::optional<std::string>& InplaceContext::CheckPrimFunc(
 std::vector<InplaceDecision> AnalyzeInplace(const Function& func, const ObjectRef& mod,
                                             const InplaceOptionsObj& options,
                                             InplaceContext* context) {
-  CheckInplaceOptions(options);
   return Analysis(func, mod, options, context).Run();
 }
 
 void InplaceOptionsObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  refl::ObjectDef<InplaceOptionsObj>()
-      .def_ro(
-          "outside_dataflow", &InplaceOptionsObj::outside_dataflow,
-          "Also rewrite bindings outside dataflow blocks (the stock pass only rewrites inside).",
-          refl::DefaultValue(true))
-      .def_ro("memory_aware", &InplaceOptionsObj::memory_aware,
+  OptionsDef<InplaceOptionsObj>()
+      .Option("outside_dataflow", &InplaceOptionsObj::outside_dataflow,
+              "Also rewrite bindings outside dataflow blocks (the stock pass only rewrites "
+              "inside).")
+      .Option("memory_aware", &InplaceOptionsObj::memory_aware,
               "Keep only rewrites that do not raise the bytes the memory planner plans "
-              "(judged by a model of it); False keeps every safe rewrite.",
-              refl::DefaultValue(true))
-      .def_ro("gpu", &InplaceOptionsObj::gpu,
+              "(judged by a model of it); False keeps every safe rewrite.")
+      .Option("planner", &InplaceOptionsObj::planner,
+              "The memory planner that will run, by which memory_aware judges: \"stock\" (TVM's "
+              "StaticPlanBlockMemory) or \"memplan\" (tvm-memplan's, as in the memplan pipeline).")
+      .Option("gpu", &InplaceOptionsObj::gpu,
               "Whether the module is compiled for a GPU, whose pipeline schedules the PrimFuncs "
               "it legalizes and fuses (dlight): then operator calls are kept and only calls of "
               "PrimFuncs already bound to threads run in place. None: the current target has "
-              "the key \"gpu\".",
-              refl::DefaultValue(Optional<bool>()))
-      .def_ro("planner", &InplaceOptionsObj::planner,
-              "The memory planner that will run, by which memory_aware judges: \"stock\" (TVM's "
-              "StaticPlanBlockMemory) or \"memplan\" (tvm-memplan's, as in the memplan pipeline).",
-              refl::DefaultValue(String(kStockPlanner)));
+              "the key \"gpu\".");
 }
 
 void CheckInplaceOptions(const InplaceOptionsObj& options) {
@@ -580,6 +575,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.analysis.inplace_candidates",
       [](ObjectRef func, Optional<ObjectRef> mod, InplaceOptions options) {
+        CheckInplaceOptions(*options.get());
         InplaceContext context;
         Array<ObjectRef> out;
         for (const InplaceDecision& d :

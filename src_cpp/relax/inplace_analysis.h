@@ -83,7 +83,8 @@ class InplaceOptions : public ObjectRef {
   TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(InplaceOptions, ObjectRef, InplaceOptionsObj);
 };
 
-/*! \brief Check options, naming the bad field (ValueError). */
+/*! \brief The one check of the options (ValueError naming the bad field), at every FFI entry
+ *         that takes them: the pass constructors and the analyses. */
 void CheckInplaceOptions(const InplaceOptionsObj& options);
 
 /*! \brief The decision for one binding whose value is a call. */

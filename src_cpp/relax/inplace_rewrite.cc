@@ -330,6 +330,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              return LegalizeOpsAfterInplaceCalls(options, cmap, skip_ops, enable_warning);
            })
       .def("tvm_memplan.transform.use_inplace_calls", [](ObjectRef mod, InplaceOptions options) {
+        CheckInplaceOptions(*options.get());
         InplaceRewriteResult result =
             UseInplaceCalls(IRModule(mod, "use_inplace_calls"), *options.get());
         return Array<Any>{result.mod.ref(), ObjectRef(result.stats)};

@@ -452,7 +452,6 @@ class PlanAnalysis {
 std::vector<MemoryPlan> AnalyzeMemoryPlans(const GuardedModule& guarded,
                                            const MemoryPlanOptionsObj& options,
                                            bool compare_with_stock) {
-  CheckMemoryPlanOptions(options);
   const IRModule& mod = guarded.mod;
   target::PlanningDevices devices = target::ResolvePlanningDevices(mod.ref());
   StockPlanner stock(mod);
@@ -480,6 +479,7 @@ std::vector<MemoryPlan> AnalyzeMemoryPlans(const GuardedModule& guarded,
 TVM_FFI_STATIC_INIT_BLOCK() {
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions options) {
+        CheckMemoryPlanOptions(*options.get());
         Array<ObjectRef> records;
         for (const MemoryPlan& plan :
              AnalyzeMemoryPlans(GuardInplaceWrites(IRModule(mod, "memory_plan")), *options.get(),

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/analyzer.h"
+#include "ir/options.h"
 #include "ir/rewriter.h"
 #include "relax/offset_packing.h"
 
@@ -158,19 +159,16 @@ void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options) {
 }
 
 void MemoryPlanOptionsObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  refl::ObjectDef<MemoryPlanOptionsObj>()
-      .def_ro("alignment", &MemoryPlanOptionsObj::alignment,
+  OptionsDef<MemoryPlanOptionsObj>()
+      .Option("alignment", &MemoryPlanOptionsObj::alignment,
               "Every offset is a multiple of this many bytes (a multiple of 64, the TVM runtime's "
-              "allocation alignment).",
-              refl::DefaultValue(kPlanAlignment))
-      .def_ro("fall_back_to_stock", &MemoryPlanOptionsObj::fall_back_to_stock,
-              "Plan a function as TVM's StaticPlanBlockMemory does when that takes fewer bytes.",
-              refl::DefaultValue(true))
-      .def_ro("copy_free_concat", &MemoryPlanOptionsObj::copy_free_concat,
+              "allocation alignment).")
+      .Option("fall_back_to_stock", &MemoryPlanOptionsObj::fall_back_to_stock,
+              "Plan a function as TVM's StaticPlanBlockMemory does when that takes fewer bytes.")
+      .Option("copy_free_concat", &MemoryPlanOptionsObj::copy_free_concat,
               "Place the inputs of a concatenation at their slices of its output, where that is "
-              "safe, so that the concatenation copies nothing.",
-              refl::DefaultValue(true));
+              "safe, so that the concatenation copies nothing (also inside fused kernels, which "
+              "then write those inputs back where they lie).");
 }
 
 void PlannedTensorObj::RegisterReflection() {

@@ -269,7 +269,8 @@ class FunctionMemoryPlan : public ObjectRef {
                                                 FunctionMemoryPlanObj);
 };
 
-/*! \brief Check options, naming the bad field (ValueError). */
+/*! \brief The one check of the options (ValueError naming the bad field), at every FFI entry
+ *         that takes them: the pass constructors and the analyses. */
 void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options);
 
 /*!

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "ir/analyzer.h"
+#include "ir/options.h"
 #include "ir/scopes.h"
 #include "ir/visitor.h"
 #include "tir/affine_bounds.h"
@@ -603,12 +604,10 @@ std::vector<CompactedRegion> AnalyzeCompaction(const PrimFunc& func,
 }
 
 void CompactionOptionsObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  refl::ObjectDef<CompactionOptionsObj>().def_ro(
+  OptionsDef<CompactionOptionsObj>().Option(
       "is_strict", &CompactionOptionsObj::is_strict,
       "Never let a compacted extent exceed the original one (True), or size each dimension "
-      "exactly to what the accesses cover, which may be larger (False).",
-      refl::DefaultValue(true));
+      "exactly to what the accesses cover, which may be larger (False).");
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {

@@ -739,8 +739,13 @@ def test_alignment_must_be_a_multiple_of_64(alignment):
 
 
 def test_alignment_must_be_an_int():
-    with pytest.raises(TypeError, match="alignment must be an int"):
+    with pytest.raises(TypeError, match="field 'alignment'"):
         StaticPlanBlockMemory(alignment=64.0)
+
+
+def test_an_unknown_option_is_a_type_error_naming_the_pass():
+    with pytest.raises(TypeError, match="StaticPlanBlockMemory\\(\\): .*'alignmnet'"):
+        StaticPlanBlockMemory(alignmnet=128)
 
 
 # ---- plans evaluated at shape variable values ------------------------------------------------

@@ -6,7 +6,8 @@ from __future__ import annotations
 import tvm
 import tvm_ffi
 
-from ..transform.compact_buffer_allocation import compaction_options
+from .._options import takes_options
+from ..transform.compact_buffer_allocation import CompactionOptions
 from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
 from ._records import check_tir
@@ -82,14 +83,9 @@ class InplaceCandidate(tvm_ffi.Object):
     why, or why not."""
 
 
+@takes_options(InplaceOptions)
 def inplace_candidates(
-    func,
-    mod: tvm.IRModule | None = None,
-    *,
-    outside_dataflow: bool = True,
-    memory_aware: bool = True,
-    planner: str = "stock",
-    gpu: bool | None = None,
+    func, mod: tvm.IRModule | None = None, options=None
 ) -> list[InplaceCandidate]:
     """In-place decisions for every call binding of a Relax function, in program order.
 
@@ -102,9 +98,6 @@ def inplace_candidates(
         )
     if mod is not None and not isinstance(mod, tvm.IRModule):
         raise TypeError(f"mod must be a tvm.IRModule, got {type(mod).__name__}")
-    options = InplaceOptions(
-        outside_dataflow=outside_dataflow, memory_aware=memory_aware, planner=planner, gpu=gpu
-    )
     return list(_ffi_api.inplace_candidates(func, mod, options))
 
 
@@ -136,10 +129,9 @@ class CompactedRegion(tvm_ffi.Object):
         return self.reason is None
 
 
-def compacted_regions(
-    func: tvm.tirx.PrimFunc, is_strict: bool | None = None
-) -> list[CompactedRegion]:
+@takes_options(CompactionOptions, positional=True)
+def compacted_regions(func: tvm.tirx.PrimFunc, options) -> list[CompactedRegion]:
     """The region analysis of CompactBufferAllocation, one record per allocated buffer."""
     if not isinstance(func, tvm.tirx.PrimFunc):
         raise TypeError(f"compacted_regions expects a tvm.tirx.PrimFunc, got {type(func).__name__}")
-    return list(_ffi_api.compacted_regions(func, compaction_options(is_strict)))
+    return list(_ffi_api.compacted_regions(func, options))

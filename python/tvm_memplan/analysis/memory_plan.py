@@ -8,8 +8,9 @@ import tvm
 import tvm_ffi
 
 from .. import _lib  # noqa: F401  (registers the record types before they are bound below)
+from .._options import takes_options
 from ..instrument import capture
-from ..transform.static_plan_block_memory import memory_plan_options
+from ..transform.static_plan_block_memory import MemoryPlanOptions
 from . import _ffi_api
 
 __all__ = [
@@ -113,14 +114,9 @@ def planner_input(mod: tvm.IRModule, target="llvm") -> tvm.IRModule:
         return capture(run, [_STOCK_PLANNER])[_STOCK_PLANNER]
 
 
+@takes_options(MemoryPlanOptions)
 def memory_plan(
-    mod: tvm.IRModule,
-    target="llvm",
-    *,
-    pipeline: str | None = "default",
-    alignment: int | None = None,
-    fall_back_to_stock: bool | None = None,
-    copy_free_concat: bool | None = None,
+    mod: tvm.IRModule, target="llvm", *, pipeline: str | None = "default", options
 ) -> list[FunctionMemoryPlan]:
     """The plan of every Relax function of ``mod``, in name order.
 
@@ -133,11 +129,6 @@ def memory_plan(
         raise TypeError(f"memory_plan expects a tvm.IRModule, got {type(mod).__name__}")
     if pipeline not in ("default", None):
         raise ValueError(f'pipeline must be "default" or None, got {pipeline!r}')
-    options = memory_plan_options(
-        alignment=alignment,
-        fall_back_to_stock=fall_back_to_stock,
-        copy_free_concat=copy_free_concat,
-    )
     target = tvm.target.Target(target)
     if pipeline == "default":
         mod = planner_input(mod, target)

@@ -6,6 +6,7 @@ import tvm
 import tvm_ffi
 
 from .. import _lib  # noqa: F401  (registers the options type before it is bound below)
+from .._options import takes_options
 from . import _ffi_api
 
 
@@ -15,16 +16,8 @@ class CompactionOptions(tvm_ffi.Object):
     (``src_cpp/tir/compact_buffers_analysis.h``)."""
 
 
-def compaction_options(is_strict: bool | None = None) -> CompactionOptions:
-    """The options object (None: the default of the C++ declaration)."""
-    if is_strict is None:
-        return CompactionOptions()
-    if not isinstance(is_strict, bool):
-        raise TypeError(f"is_strict must be a bool, got {type(is_strict).__name__}")
-    return CompactionOptions(is_strict=is_strict)
-
-
-def CompactBufferAllocation(is_strict: bool | None = None) -> tvm.transform.Pass:
+@takes_options(CompactionOptions, positional=True)
+def CompactBufferAllocation(options) -> tvm.transform.Pass:
     """Shrink every buffer a PrimFunc allocates to the box its accesses cover.
 
     A drop-in replacement for ``tvm.s_tir.transform.CompactBufferAllocation`` that works on
@@ -33,11 +26,5 @@ def CompactBufferAllocation(is_strict: bool | None = None) -> tvm.transform.Pass
     loop-dependent extents by the tightest constant it can prove. Buffers whose memory escapes
     (``B.data`` used opaquely, reinterpreting views) stay as they are;
     ``tvm_memplan.analysis.compacted_regions`` tells why.
-
-    Parameters
-    ----------
-    is_strict : bool
-        Never let a compacted extent exceed the original one (default True), or size each
-        dimension exactly to what the accesses cover, which may be larger.
     """
-    return _ffi_api.CompactBufferAllocation(compaction_options(is_strict))
+    return _ffi_api.CompactBufferAllocation(options)
