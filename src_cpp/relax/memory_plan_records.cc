@@ -39,6 +39,19 @@ int64_t PeakLiveOf(const Array<ObjectRef>& tensors) {
   return PeakLiveBytes(live) + unplanned;
 }
 
+std::vector<int64_t> LiveBytesOf(const FunctionMemoryPlanObj& plan) {
+  std::vector<PackItem> items;
+  for (const ObjectRef& item : plan.tensors) {
+    const auto* t = item.as<PlannedTensorObj>();
+    bool symbolic = !t->size || !AsConstInt(*t->size);
+    if (t->bytes < 0 || (symbolic && plan.shape_values.empty())) continue;
+    bool grouped = t->group >= 0 && t->storage >= 0;
+    items.push_back(PackItem{t->bytes, t->first, t->last, grouped ? t->group : -1,
+                             grouped ? t->group_offset : 0});
+  }
+  return LiveBytesAt(items, plan.num_points);
+}
+
 namespace {
 
 /*! \brief Evaluates size expressions at shape variable values, by variable name. */
@@ -325,10 +338,15 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   ConcatenationObj::RegisterReflection();
   RevertedInplaceWriteObj::RegisterReflection();
   FunctionMemoryPlanObj::RegisterReflection();
-  tvm::ffi::reflection::GlobalDef().def("tvm_memplan.analysis.memory_plan_at",
-                                        [](FunctionMemoryPlan plan, Map<String, int64_t> values) {
-                                          return EvaluatePlan(*plan.get(), values);
-                                        });
+  tvm::ffi::reflection::GlobalDef()
+      .def("tvm_memplan.analysis.memory_plan_at",
+           [](FunctionMemoryPlan plan, Map<String, int64_t> values) {
+             return EvaluatePlan(*plan.get(), values);
+           })
+      .def("tvm_memplan.analysis.live_bytes", [](FunctionMemoryPlan plan) {
+        std::vector<int64_t> live = LiveBytesOf(*plan.get());
+        return Array<int64_t>(live.begin(), live.end());
+      });
 }
 
 }  // namespace relax

@@ -291,6 +291,11 @@ FunctionMemoryPlan EvaluatePlan(const FunctionMemoryPlanObj& plan,
  */
 int64_t PeakLiveOf(const Array<ObjectRef>& tensors);
 
+/*! \brief FunctionMemoryPlan.live_bytes: per program point, the bytes of the static-size tensors
+ *         live there (in a plan at shape values, of every tensor with a size there), each from
+ *         its allocation to its last read, a copy-free group's bytes counted once. */
+std::vector<int64_t> LiveBytesOf(const FunctionMemoryPlanObj& plan);
+
 }  // namespace relax
 }  // namespace tvm_memplan
 

@@ -250,6 +250,18 @@ std::vector<PackItem> MergeGroups(const std::vector<PackItem>& items) {
 
 }  // namespace
 
+std::vector<int64_t> LiveBytesAt(const std::vector<PackItem>& all_items, int64_t num_points) {
+  std::vector<int64_t> live(num_points + 1, 0);  // a difference array, then its prefix sums
+  for (const PackItem& item : MergeGroups(all_items)) {
+    if (item.first >= num_points) continue;
+    live[item.first] += item.bytes;
+    live[std::min(item.last + 1, num_points)] -= item.bytes;
+  }
+  for (int64_t p = 1; p < num_points; ++p) live[p] += live[p - 1];
+  live.pop_back();
+  return live;
+}
+
 int64_t PeakLiveBytes(const std::vector<PackItem>& all_items) {
   std::vector<PackItem> items = MergeGroups(all_items);
   std::vector<std::pair<int64_t, int64_t>> events;  // (point, +bytes at first / -bytes after last)

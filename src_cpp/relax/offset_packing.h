@@ -58,6 +58,10 @@ struct Packing {
  *         once where they overlap): no placement is smaller. */
 int64_t PeakLiveBytes(const std::vector<PackItem>& items);
 
+/*! \brief Per program point in [0, num_points), the bytes live there (a group's live items
+ *         counted once where they overlap): the curve whose maximum is PeakLiveBytes. */
+std::vector<int64_t> LiveBytesAt(const std::vector<PackItem>& items, int64_t num_points);
+
 /*! \brief The smallest placement found; `alignment` (a power of two) divides every offset. */
 Packing PackOffsets(const std::vector<PackItem>& items, int64_t alignment);
 

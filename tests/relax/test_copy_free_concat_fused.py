@@ -473,3 +473,34 @@ def test_cuda_build_below_the_bound(name):
     assert plan.concats and all(c.copy_free for c in plan.concats)
     assert plan.planner == "memplan"
     assert plan.applied_bytes < copies.peak_live_bytes
+
+
+def _live_bytes_oracle(plan) -> list[int]:
+    """Each point's live bytes, point by point: a group's live members' byte ranges merged."""
+    live = [0] * plan.num_points
+    for point in range(plan.num_points):
+        groups = {}
+        for t in plan.tensors:
+            static = all(isinstance(e, int) for e in t.shape)
+            if t.bytes < 0 or not static or not t.first <= point <= t.last:
+                continue
+            if t.group >= 0 and t.storage >= 0:
+                groups.setdefault(t.group, []).append((t.group_offset, t.group_offset + t.bytes))
+            else:
+                live[point] += t.bytes
+        for ranges in groups.values():
+            covered = set()
+            for begin, end in ranges:
+                covered.update(range(begin, end))
+            live[point] += len(covered)
+    return live
+
+
+@pytest.mark.parametrize("name", ["unet", "ghostnet"])
+def test_the_live_bytes_curve_counts_each_groups_bytes_once(name):
+    """FunctionMemoryPlan.live_bytes() (the C++ curve) against a byte-by-byte count."""
+    mod, _ = MODELS[name]()
+    _, plan, _ = _plans(mod, "llvm", ["zero", "default"])
+    curve = list(plan.live_bytes())
+    assert curve == _live_bytes_oracle(plan)
+    assert max(curve) <= plan.peak_live_bytes

@@ -74,33 +74,9 @@ class FunctionMemoryPlan(tvm_ffi.Object):
         size at its values). Tensors placed together by copy-free concatenations (one
         ``group``) count the bytes they cover together once, as in the bound. Tensors the
         planner may not share (function results, escaping tensors) add their bytes to
-        ``peak_live_bytes`` as a whole, so the maximum of this curve can be below the bound."""
-        live = [0] * self.num_points
-        grouped: dict[int, list[PlannedTensor]] = {}
-        for tensor in self.tensors:
-            if tensor.bytes < 0 or (_symbolic(tensor) and not self.shape_values):
-                continue
-            if tensor.group >= 0 and tensor.storage >= 0:
-                grouped.setdefault(int(tensor.group), []).append(tensor)
-                continue
-            for point in range(tensor.first, tensor.last + 1):
-                live[point] += tensor.bytes
-        for members in grouped.values():
-            for point in range(min(m.first for m in members), max(m.last for m in members) + 1):
-                ranges = sorted(
-                    (m.group_offset, m.group_offset + m.bytes)
-                    for m in members
-                    if m.first <= point <= m.last
-                )
-                end = None
-                for begin, stop in ranges:
-                    live[point] += max(0, stop - (begin if end is None else max(begin, end)))
-                    end = stop if end is None else max(end, stop)
-        return live
-
-
-def _symbolic(tensor: PlannedTensor) -> bool:
-    return not all(isinstance(extent, int) for extent in tensor.shape)
+        ``peak_live_bytes`` as a whole, so the maximum of this curve can be below the bound.
+        Computed by the C++ core, as the bound is (``relax/memory_plan_records.h``)."""
+        return [int(b) for b in _ffi_api.live_bytes(self)]
 
 
 def planner_input(mod: tvm.IRModule, target="llvm") -> tvm.IRModule:
