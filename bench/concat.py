@@ -51,6 +51,7 @@ from tvm import relax
 
 import tvm_memplan
 from tvm_memplan.analysis import memory_plan, storage_after_planning
+from tvm_memplan.instrument import trace
 from tvm_memplan.testing import identical_relax_results, random_args, relax_inputs
 
 STOCK_PLANNER = "StaticPlanBlockMemory"
@@ -104,21 +105,8 @@ def build(mod: tvm.IRModule, variant: str, setup: Setup):
             mod, target=setup.target, tir_pipeline="memplan", relax_pipeline=pipeline
         )
         planner = OUR_PLANNER
-    sides = {}
-
-    @tvm.instrument.pass_instrument
-    class Planner:
-        def run_before_pass(self, received, info):
-            if info.name == planner:
-                sides["received"] = received
-
-        def run_after_pass(self, returned, info):
-            if info.name == planner:
-                sides["returned"] = returned
-
-    with tvm.transform.PassContext(instruments=[Planner()]):
-        executable = compile_()
-    return executable, sides["received"], sides["returned"]
+    passes = trace(compile_, [planner])
+    return passes.result, passes.before[planner], passes.after[planner]
 
 
 def calls_per_round(call) -> int:

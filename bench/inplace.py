@@ -29,22 +29,8 @@ from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
 import tvm_memplan
-from tvm_memplan.analysis import planned_storage
+from tvm_memplan.analysis import count_calls, planned_storage
 from tvm_memplan.testing import identical_relax_results, relax_inputs, relax_vm
-
-
-def count_calls(mod: tvm.IRModule, op_name: str) -> int:
-    count = 0
-
-    def visit(node):
-        nonlocal count
-        if isinstance(node, relax.Call) and isinstance(node.op, tvm.ir.Op):
-            count += node.op.name == op_name
-
-    for func in mod.functions.values():
-        if isinstance(func, relax.Function):
-            relax.analysis.post_order_visit(func, visit)
-    return count
 
 
 def identical_results(mods: list[tvm.IRModule], func_name: str) -> bool:
@@ -88,7 +74,7 @@ def main() -> int:
     for name, build in models.ZOO.items():
         mod, func_name = build()
         rewritten = {key: variant(mod) for key, variant in variants.items()}
-        conversions = {k: count_calls(m, "relax.call_tir_inplace") for k, m in rewritten.items()}
+        conversions = {k: count_calls(m) for k, m in rewritten.items()}
         sizes = {k: planned_storage(m) for k, m in rewritten.items()}
         totals = {k: v.total_bytes for k, v in sizes.items()}
         calls = len(tvm_memplan.analysis.inplace_candidates(mod[func_name], mod))

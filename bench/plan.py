@@ -34,11 +34,10 @@ import time
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
 from _zoo import models  # zoo/ (bench/_zoo.py)
-from inplace import count_calls
 from tvm import relax
 
 import tvm_memplan
-from tvm_memplan.analysis import memory_plan, planner_input, storage_after_planning
+from tvm_memplan.analysis import count_calls, memory_plan, planner_input, storage_after_planning
 from tvm_memplan.instrument import capture
 from tvm_memplan.testing import device_kernel_names, identical_relax_results, relax_inputs
 
@@ -90,7 +89,7 @@ def build_cuda(mod: tvm.IRModule, memplan: bool):
     planner = planner_of(memplan)
     watched = [planner] + ([AFTER_SCHEDULING] if memplan else [])
     executable, captured = compile_capturing(mod, memplan, "cuda", watched)
-    inplace = count_calls(captured[AFTER_SCHEDULING], "relax.call_tir_inplace") if memplan else 0
+    inplace = count_calls(captured[AFTER_SCHEDULING]) if memplan else 0
     kernels = device_kernel_names(executable)
     return storage_after_planning(captured[planner]).total_bytes, kernels, inplace
 

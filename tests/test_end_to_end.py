@@ -21,7 +21,8 @@ import pytest
 import tvm
 
 import tvm_memplan
-from tvm_memplan.analysis import storage_after_planning
+from tvm_memplan.analysis import count_calls, storage_after_planning
+from tvm_memplan.instrument import trace
 from tvm_memplan.testing import (
     allocated_bytes,
     c_workspace_allocations,
@@ -78,20 +79,9 @@ def build(tmp_path_factory):
         key = (kind, name, target, pipeline)
         if key not in cache:
             mod = ZOO[name]()[0] if kind == "model" else WORKLOADS[name].build()
-            passes, after = [], {}
-
-            @tvm.instrument.pass_instrument
-            class Record:
-                def run_before_pass(self, _mod, info):
-                    passes.append(info.name)
-
-                def run_after_pass(self, result, info):
-                    if info.name in WATCHED:
-                        after[info.name] = result
-
-            with tvm.transform.PassContext(instruments=[Record()]):
-                executable = PIPELINES[pipeline](mod, target)
-            result = Build(executable, passes, after)
+            passes = trace(lambda: PIPELINES[pipeline](mod, target), WATCHED)
+            executable = passes.result
+            result = Build(executable, passes.names, passes.after)
             if target == "c":
                 if kind == "workload":
                     result.source = executable.mod.inspect_source()
@@ -164,36 +154,19 @@ def test_memplan_build_runs_our_passes_in_place_of_the_stock_ones(kind, name, ta
     assert not {p for p in stock if p.startswith("tvm_memplan.")}
 
 
-def _count_calls(mod: tvm.IRModule, op_name: str) -> int:
-    count = 0
-
-    def visit(node):
-        nonlocal count
-        count += (
-            isinstance(node, tvm.relax.Call)
-            and isinstance(node.op, tvm.ir.Op)
-            and node.op.name == op_name
-        )
-
-    for func in mod.functions.values():
-        if isinstance(func, tvm.relax.Function):
-            tvm.relax.analysis.post_order_visit(func, visit)
-    return count
-
-
 @pytest.mark.parametrize("model", MODELS)
 def test_memplan_build_of_a_model_makes_in_place_calls(model, build):
     """The Relax pipeline hands the model itself to our in-place pass, judging by our planner:
     the build contains the in-place calls the pass makes on its own (every model of the zoo has
     some)."""
     mod, _ = ZOO[model]()
-    expected = _count_calls(
+    expected = count_calls(
         tvm_memplan.transform.DataflowUseInplaceCalls(planner="memplan")(mod),
         "relax.call_tir_inplace",
     )
     assert expected > 0
     built = build("model", model, "llvm", "memplan").after[INPLACE]
-    assert _count_calls(built, "relax.call_tir_inplace") == expected
+    assert count_calls(built, "relax.call_tir_inplace") == expected
 
 
 def _planned_bytes(mod: tvm.IRModule) -> int:
@@ -265,17 +238,8 @@ def fused_build():
         if (name, pipeline) not in cache:
             fused = tvm.relax.get_pipeline("zero")(ZOO[name]()[0])
             planner = OUR_PLANNER if pipeline == "memplan" else STOCK_PLANNER
-            after = {}
-
-            @tvm.instrument.pass_instrument
-            class Record:
-                def run_after_pass(self, result, info):
-                    if info.name == planner:
-                        after["planned"] = result
-
-            with tvm.transform.PassContext(instruments=[Record()]):
-                executable = PIPELINES[pipeline](fused, "llvm")
-            cache[name, pipeline] = (executable, after["planned"])
+            passes = trace(lambda: PIPELINES[pipeline](fused, "llvm"), [planner])
+            cache[name, pipeline] = (passes.result, passes.after[planner])
         return cache[name, pipeline]
 
     return get

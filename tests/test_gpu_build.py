@@ -19,7 +19,7 @@ import tvm
 from tvm.script import relax as R
 
 import tvm_memplan
-from tvm_memplan.analysis import storage_after_planning
+from tvm_memplan.analysis import count_calls, storage_after_planning
 from tvm_memplan.instrument import capture
 from tvm_memplan.testing import device_kernel_names
 from zoo.models import ZOO
@@ -114,21 +114,6 @@ def test_memplan_builds_wherever_stock_builds(mod, target):
         pytest.skip(f"the stock build fails too on {target} (so does ours, alike): {stock}")
 
 
-def _inplace_calls(mod: tvm.IRModule) -> int:
-    count = 0
-
-    def visit(node):
-        nonlocal count
-        count += isinstance(node, tvm.relax.Call) and node.op == tvm.ir.Op.get(
-            "relax.call_tir_inplace"
-        )
-
-    for func in mod.functions.values():
-        if isinstance(func, tvm.relax.Function):
-            tvm.relax.analysis.post_order_visit(func, visit)
-    return count
-
-
 def _strip_inplace(name: str) -> str:
     return re.sub(r"_inplace(?=_kernel$)", "", name)
 
@@ -164,7 +149,7 @@ class CudaBuild:
         ours = capture(build("ours", compile_ours), [AFTER_SCHEDULING, OUR_PLANNER], after=True)
         self.stock_kernels = device_kernel_names(built["stock"])
         self.kernels = device_kernel_names(built["ours"])
-        self.inplace_calls = _inplace_calls(ours[AFTER_SCHEDULING])
+        self.inplace_calls = count_calls(ours[AFTER_SCHEDULING])
         self.planned = storage_after_planning(ours[OUR_PLANNER]).total_bytes
         self.stock_planned = storage_after_planning(stock[STOCK_PLANNER]).total_bytes
 

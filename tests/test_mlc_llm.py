@@ -12,6 +12,7 @@ import pytest
 import tvm
 
 import tvm_memplan
+from tvm_memplan.instrument import trace
 from zoo import llm
 
 # Sizes for a cheap build: MLC's llvm schedule (dlight's CPU GEMV rule) vectorizes each decode
@@ -84,34 +85,21 @@ def _build(memplan: bool) -> dict:
     its Sequential ran directly) and the metadata the pipeline wrote."""
     metadata: dict = {}
     pipeline = llm.mlc_llm_pipeline(variable_bounds=CONFIG.variable_bounds, metadata=metadata)
-    ran: list[str] = []
-    own: list[str] = []
-    stack: list[str] = []
-
-    @tvm.instrument.pass_instrument
-    class Record:
-        def run_before_pass(self, _mod, info):
-            ran.append(info.name)
-            if stack[-2:] == ["mlc_llm_pipeline", "sequential"]:
-                own.append(info.name)
-            stack.append(info.name)
-
-        def run_after_pass(self, _mod, _info):
-            stack.pop()
-
     mod, _ = llm.llm_module(CONFIG, TARGET)
-    with tvm.transform.PassContext(instruments=[Record()]):
-        if memplan:
-            ex = tvm.compile(
-                mod,
-                TARGET,
-                tir_pipeline="memplan",
-                relax_pipeline=tvm_memplan.relax_pipeline(pipeline),
-            )
-        else:
-            ex = tvm.compile(mod, TARGET, relax_pipeline=pipeline)
-    vm = tvm.relax.VirtualMachine(ex, tvm.cpu())  # LLVM compiles the kernels here
-    return {"vm": vm, "ran": ran, "own": own, "metadata": metadata}
+    if memplan:
+        build = lambda: tvm.compile(  # noqa: E731
+            mod, TARGET, tir_pipeline="memplan", relax_pipeline=tvm_memplan.relax_pipeline(pipeline)
+        )
+    else:
+        build = lambda: tvm.compile(mod, TARGET, relax_pipeline=pipeline)  # noqa: E731
+    passes = trace(build)
+    own = [
+        name
+        for name, nesting in zip(passes.names, passes.nesting, strict=True)
+        if nesting[-2:] == ("mlc_llm_pipeline", "sequential")
+    ]
+    vm = tvm.relax.VirtualMachine(passes.result, tvm.cpu())  # LLVM compiles the kernels here
+    return {"vm": vm, "ran": passes.names, "own": own, "metadata": metadata}
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from tvm.script import tirx as T
 import tvm_memplan
 from tvm_memplan import pipeline
 from tvm_memplan.analysis import allocation_plan, placement_counts
+from tvm_memplan.instrument import trace
 from tvm_memplan.testing import (
     c_stack_arrays,
     c_workspace_allocations,
@@ -378,16 +379,7 @@ def _relax_model():
 
 
 def _ran_passes(run) -> list[str]:
-    ran = []
-
-    @tvm.instrument.pass_instrument
-    class Record:
-        def run_before_pass(self, mod, info):
-            ran.append(info.name)
-
-    with tvm.transform.PassContext(instruments=[Record()]):
-        run()
-    return ran
+    return trace(run).names
 
 
 def test_the_relax_pipeline_plans_memory_with_our_planner():

@@ -343,6 +343,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
            [](FunctionMemoryPlan plan, Map<String, int64_t> values) {
              return EvaluatePlan(*plan.get(), values);
            })
+      // The bytes one element of a dtype takes as TVM allocates it: the one count (ir/expr.h).
+      .def("tvm_memplan.analysis.element_bytes", [](DLDataType dtype) { return DTypeBytes(dtype); })
       .def("tvm_memplan.analysis.live_bytes", [](FunctionMemoryPlan plan) {
         std::vector<int64_t> live = LiveBytesOf(*plan.get());
         return Array<int64_t>(live.begin(), live.end());

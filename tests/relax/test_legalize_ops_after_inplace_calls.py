@@ -14,6 +14,7 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 
 import tvm_memplan
+from tvm_memplan.instrument import trace
 from tvm_memplan.testing import assert_same_relax_results
 from tvm_memplan.transform import DataflowUseInplaceCalls, LegalizeOpsAfterInplaceCalls
 from zoo.models import ZOO
@@ -132,15 +133,7 @@ def test_random_module_equals_the_passes_in_a_row(seed):
 def test_the_memplan_pipeline_legalizes_with_it():
     """On CPUs the "memplan" Relax pipeline runs it in place of LegalizeOps: the in-place pass,
     then LegalizeOps, inside tvm_memplan.LegalizeOps."""
-    ran = []
-
-    @tvm.instrument.pass_instrument
-    class Names:
-        def run_before_pass(self, _mod, info):
-            ran.append(info.name)
-
-    with tvm.transform.PassContext(instruments=[Names()]):
-        tvm_memplan.compile(Repeated, "llvm")
+    ran = trace(lambda: tvm_memplan.compile(Repeated, "llvm")).names
     start = ran.index("tvm_memplan.LegalizeOps")
     assert ran[start + 1] == "tvm_memplan.DataflowUseInplaceCalls"
     assert "LegalizeOps" in ran[start + 2 :]

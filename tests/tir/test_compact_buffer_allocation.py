@@ -127,7 +127,7 @@ def _bytes_at(func: tvm.tirx.PrimFunc, value: int) -> int:
                     analyzer.bind(var, tvm.tirx.const(value, var.ty.dtype))
                 extent = int(analyzer.simplify(extent))
             elements *= extent
-        total += (elements * tvm.DataType(a.dtype).bits + 7) // 8
+        total += elements * analysis.element_bytes(a.dtype)
     return total
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import tvm
 
 from ..instrument import capture
+from ._records import element_bytes
 
 __all__ = ["PlannedStorage", "planned_storage", "storage_after_planning"]
 
@@ -77,8 +78,7 @@ def storage_after_planning(planned: tvm.IRModule) -> PlannedStorage:
         if node.op.name == "relax.memory.alloc_storage":
             storage = _add(storage, _extent(node.args[0].values[0]))
         elif node.op.name == "relax.builtin.alloc_tensor":
-            dtype = tvm.runtime.DataType(node.args[1].value)
-            size: Bytes = (dtype.bits * dtype.lanes + 7) // 8
+            size: Bytes = element_bytes(node.args[1].value)
             for extent in node.args[0].values:
                 value = _extent(extent)
                 size = (

@@ -20,13 +20,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import tvm
 import tvm_ffi
 
 from .. import analysis, pipeline
+from ..instrument import PassTrace, trace
 from . import needs, origins
 from .load import LoadedModel, ReportError, one_line
 from .model import (
@@ -105,71 +105,19 @@ class _Stages:
         return next((f for f in self.failures if f.stage == key), None)
 
 
-class _CapturedEnoughError(Exception):
-    """Raised by the instrument once it has what it needs, to end a compilation early."""
-
-
-@dataclass
-class _Captured:
-    """What ``_compile_capturing`` recorded."""
-
-    #: The module each named pass received, and the one it returned.
-    before: dict[str, tvm.IRModule] = field(default_factory=dict)
-    after: dict[str, tvm.IRModule] = field(default_factory=dict)
-    #: When the compilation raised: the passes running then, outermost first, and the error.
-    failing: list[str] = field(default_factory=list)
-    error: str | None = None
-
-
 def _compile_capturing(
     run: Callable[[], object],
     names: list[str],
     *,
     stop_before: str | None = None,
     stop_after: str | None = None,
-) -> _Captured:
+) -> PassTrace:
     """Run a compilation recording the module each pass in ``names`` receives and returns, and
     end it before the pass ``stop_before`` or after the pass ``stop_after`` (what follows, code
-    generation above all, is no memory pass). A name is a pass name, or "Outer/Inner": pass
-    Inner run by pass Outer (one pass name can run at several places of a pipeline)."""
-    captured = _Captured()
-    running: list[str] = []
-    stopped = False
-
-    def path(name: str) -> str:
-        return f"{running[-1]}/{name}" if running else name
-
-    @tvm.instrument.pass_instrument
-    class Capture:
-        def run_before_pass(self, mod, info):
-            nonlocal stopped
-            for key in (info.name, path(info.name)):
-                if key in names:
-                    captured.before[key] = mod
-            if info.name == stop_before:
-                stopped = True
-                raise _CapturedEnoughError()
-            running.append(info.name)
-
-        def run_after_pass(self, mod, info):
-            nonlocal stopped
-            if running and running[-1] == info.name:
-                running.pop()
-            for key in (info.name, path(info.name)):
-                if key in names:
-                    captured.after[key] = mod
-            if info.name == stop_after:
-                stopped = True
-                raise _CapturedEnoughError()
-
-    try:
-        with tvm.transform.PassContext(instruments=[Capture()]):
-            run()
-    except Exception as err:
-        if not stopped:
-            captured.failing = list(running)
-            captured.error = one_line(err)
-    return captured
+    generation above all, is no memory pass); a failure is recorded (``failing``, ``error``).
+    A name is a pass name, or "Outer/Inner": pass Inner run by pass Outer (one pass name can run
+    at several places of a pipeline)."""
+    return trace(run, names, stop_before=stop_before, stop_after=stop_after, catch=True)
 
 
 def _relax_functions(mod: tvm.IRModule) -> dict[str, tvm.relax.Function]:
@@ -191,21 +139,6 @@ def _prim_funcs(mod: tvm.IRModule) -> dict[str, tvm.tirx.PrimFunc]:
 def _calls_relax_functions(mod: tvm.IRModule) -> bool:
     """Whether a Relax function calls another Relax function of the module."""
     return any(needs.calls_other_relax(mod, name) for name in _relax_functions(mod))
-
-
-def _count_inplace_calls(mod: tvm.IRModule) -> int:
-    count = 0
-
-    def visit(node):
-        nonlocal count
-        if isinstance(node, tvm.relax.Call) and getattr(node.op, "name", "") == (
-            "relax.call_tir_inplace"
-        ):
-            count += 1
-
-    for func in _relax_functions(mod).values():
-        tvm.relax.analysis.post_order_visit(func, visit)
-    return count
 
 
 # ---- Relax: in-place calls and memory plans ----------------------------------------------------
@@ -319,7 +252,7 @@ class _RelaxBuilds:
             if failed:
                 record.skipped = "not run: an earlier run fails"
             elif captured.error is not None and _inside(captured.failing, path):
-                self.stages.failed(f"inplace.memplan.{name}", what, captured.error)
+                self.stages.failed(f"inplace.memplan.{name}", what, one_line(captured.error))
                 failed = True
             elif path not in captured.after:
                 record.skipped = (
@@ -332,7 +265,7 @@ class _RelaxBuilds:
             else:
                 before, after = captured.before[path], captured.after[path]
                 last = after
-                record.conversions = _count_inplace_calls(after) - _count_inplace_calls(before)
+                record.conversions = analysis.count_calls(after) - analysis.count_calls(before)
                 gpu = False if name == "before_legalization" else None
                 for fname, func in _relax_functions(before).items():
                     found = self.stages.run(
@@ -352,7 +285,7 @@ class _RelaxBuilds:
             self.stages.failed(
                 "pipeline.memplan",
                 f"{owner} {_pass_title(innermost)} (in the memplan build's Relax pipeline)",
-                captured.error,
+                one_line(captured.error),
             )
             return None
         self.notes.append(
@@ -403,12 +336,12 @@ class _RelaxBuilds:
         return result
 
     def inplace(self) -> Inplace:
-        already = _count_inplace_calls(self.mod)
+        already = analysis.count_calls(self.mod)
         ran = [r.conversions for r in self.runs if r.conversions is not None]
         conversions = {
             "stock": None
             if self.stock_mod is None
-            else _count_inplace_calls(self.stock_mod) - already,
+            else analysis.count_calls(self.stock_mod) - already,
             "memplan": sum(ran) if ran else None,
         }
         unsafe = {
@@ -597,7 +530,7 @@ def _compile_tir(
             stages.failed(
                 "compile.memplan",
                 f"{owner} {_pass_title(failing)} (in the memplan build)",
-                memplan.error,
+                one_line(memplan.error),
             )
         stock_input = mod if relax is None else (relax.stock_mod or mod)
         stock = _compile_capturing(
@@ -608,7 +541,9 @@ def _compile_tir(
         if stock.error is not None:
             failing = stock.failing[-1] if stock.failing else None
             stages.failed(
-                "compile.stock", f"{TVMS} {_pass_title(failing)} (in the stock build)", stock.error
+                "compile.stock",
+                f"{TVMS} {_pass_title(failing)} (in the stock build)",
+                one_line(stock.error),
             )
     return memplan.before, stock.before
 

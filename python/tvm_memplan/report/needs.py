@@ -59,10 +59,7 @@ def _tensor_bytes(ty) -> int | None:
         if not isinstance(value, tvm.prim.IntImm):
             return None
         dims.append(int(value.value))
-    dtype = tvm.runtime.DataType(str(ty.dtype))
-    # As TVM sizes an allocation (and analysis.planned_storage counts one): bits * lanes per
-    # element, rounded up to bytes.
-    return math.prod(dims) * ((dtype.bits * dtype.lanes + 7) // 8)
+    return math.prod(dims) * analysis.element_bytes(ty.dtype)
 
 
 def weights(
