@@ -31,7 +31,7 @@ from types import ModuleType
 
 import tvm
 
-from . import transform
+from . import pass_names, transform
 
 __all__ = [
     "HOST_FINALIZE_SUBSTITUTIONS",
@@ -74,7 +74,7 @@ def _before_storage_rewrite(stock_storage_rewrite):
     # hoists them and drops their annotations. The decisions travel in scopes, which it keeps.
     return tvm.transform.Sequential(
         [transform.TagAllocationPlacement(), stock_storage_rewrite()],
-        name="tvm_memplan.StorageRewrite",
+        name=pass_names.STORAGE_REWRITE,
     )
 
 
@@ -214,7 +214,7 @@ def _inplace_before_legalization(legalize_ops: tvm.transform.Pass) -> tvm.transf
         return legalize_ops
     return tvm.transform.Sequential(
         [transform.DataflowUseInplaceCalls(planner="memplan", gpu=False), legalize_ops],
-        name="tvm_memplan.LegalizeOps",
+        name=pass_names.LEGALIZE,
     )
 
 
@@ -232,7 +232,7 @@ def _inplace_after_scheduling(rewrite_dataflow_reshape: tvm.transform.Pass) -> t
     # its final PrimFuncs: after LegalizeOps, FuseOps, FuseTIR and the GPU schedules.
     return tvm.transform.Sequential(
         [transform.DataflowUseInplaceCalls(planner="memplan"), rewrite_dataflow_reshape],
-        name="tvm_memplan.RewriteDataflowReshape",
+        name=pass_names.REWRITE_DATAFLOW_RESHAPE,
     )
 
 

@@ -12,6 +12,7 @@
 #include "ir/dump.h"
 #include "ir/pass.h"
 #include "ir/rewriter.h"
+#include "tir/compact_buffers_analysis.h"
 
 namespace tvm_memplan {
 namespace tir {

@@ -20,7 +20,7 @@
 #ifndef TVM_MEMPLAN_TIR_COMPACT_BUFFERS_H_
 #define TVM_MEMPLAN_TIR_COMPACT_BUFFERS_H_
 
-#include "tir/compact_buffers_analysis.h"
+#include "tir/compact_buffers_records.h"
 
 namespace tvm_memplan {
 namespace tir {

@@ -17,7 +17,6 @@
 #include <unordered_set>
 
 #include "ir/analyzer.h"
-#include "tir/compact_buffers_analysis.h"
 #include "tir/compact_buffers_records.h"
 #include "tir/region_relaxation.h"
 

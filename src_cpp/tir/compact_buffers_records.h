@@ -1,9 +1,11 @@
 /*!
  * \file tir/compact_buffers_records.h
- * \brief What the region analysis of CompactBufferAllocation keeps per allocation while it
- *        walks a function: the collector (compact_buffers_analysis.cc) fills these records,
- *        the relaxation (region_relaxation.h) turns each access into bounds, and the
- *        finalization (compact_buffers_finalize.h) turns a record into a CompactedRegion.
+ * \brief The records of CompactBufferAllocation: its options, its decision per allocation
+ *        (CompactedRegion, reflected as CompactedRegionRecord), and what the region analysis
+ *        keeps per allocation while it walks a function: the collector
+ *        (compact_buffers_analysis.cc) fills these records, the relaxation
+ *        (region_relaxation.h) turns each access into bounds, and the finalization
+ *        (compact_buffers_finalize.h) turns a record into a CompactedRegion.
  *
  * \code
  *   B = T.alloc_buffer((64, 32))           TrackedAllocation of B:
@@ -22,10 +24,94 @@
 
 #include "ir/visitor.h"
 #include "tir/affine_bounds.h"
-#include "tir/compact_buffers_analysis.h"
 
 namespace tvm_memplan {
 namespace tir {
+
+/*!
+ * \brief Options of CompactBufferAllocation (mirroring the stock pass's), reflected as
+ *        `tvm_memplan.tir.CompactionOptions`: Python reads names, docs and defaults from here.
+ */
+class CompactionOptionsObj : public ffi::Object {
+ public:
+  /*!
+   * \brief Never let a compacted extent exceed the original one (true), or size each
+   *        dimension exactly to what the accesses cover, which may be larger (false).
+   */
+  bool is_strict = true;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.CompactionOptions", CompactionOptionsObj,
+                                    ffi::Object);
+};
+
+class CompactionOptions : public ffi::ObjectRef {
+ public:
+  CompactionOptions() : ObjectRef(ffi::make_object<CompactionOptionsObj>()) {}
+  TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(CompactionOptions, ObjectRef, CompactionOptionsObj);
+};
+
+/*! \brief The analysis result for one allocated buffer. */
+struct CompactedRegion {
+  explicit CompactedRegion(ir::Buffer buffer) : buffer(std::move(buffer)) {}
+
+  /*! \brief The allocated buffer (as found in the function). */
+  ir::Buffer buffer;
+  /*! \brief "alloc_buffer" (flat) or "block_alloc_buffer" (an SBlock's alloc_buffers). */
+  std::string kind;
+  /*! \brief The compacted shape; equal to the original shape when unchanged. */
+  ffi::Array<ffi::ObjectRef> shape;
+  /*! \brief Per dimension, what the rewrite subtracts from every index. */
+  ffi::Array<ffi::ObjectRef> offset;
+  /*! \brief Strides from `buffer_dim_align` annotations; empty for row-major. */
+  ffi::Array<ffi::ObjectRef> strides;
+  /*!
+   * \brief Views (`decl_buffer(data=buffer.data)`) compacted with it: same element layout, or
+   *        one-dimensional views of the whole buffer (then only the outermost dimension shrinks).
+   */
+  std::vector<ir::Buffer> views;
+  /*! \brief The buffer that replaces it (and its views, in order), when it is rewritten. */
+  std::optional<ir::Buffer> new_buffer;
+  std::vector<ir::Buffer> new_views;
+  /*! \brief Per view, what the rewrite subtracts from its indices. */
+  std::vector<ffi::Array<ffi::ObjectRef>> view_offsets;
+  /*! \brief Why the buffer stays as it is; empty when it is rewritten. */
+  std::string reason;
+  /*! \brief Notes on dimensions kept at their original extent although the rest compacts. */
+  std::vector<std::string> notes;
+
+  bool rewritten() const { return reason.empty(); }
+};
+
+/*! \brief What Python, the report and the tests read of a CompactedRegion, reflected as
+ *         `tvm_memplan.tir.CompactedRegion`. */
+class CompactedRegionRecordObj : public ffi::Object {
+ public:
+  ffi::String name;
+  ffi::String kind;
+  ffi::String dtype;
+  ffi::Array<ffi::Any> original_shape;
+  ffi::Array<ffi::Any> shape;
+  ffi::Array<ffi::Any> offset;
+  ffi::Array<ffi::Any> original_strides;
+  ffi::Array<ffi::Any> strides;
+  ffi::Array<ffi::String> views;
+  ffi::Optional<ffi::String> reason;
+  ffi::Array<ffi::String> notes;
+  /*! \brief ir::AllocatedBytes before and after; None when symbolic. */
+  ffi::Optional<int64_t> original_bytes;
+  ffi::Optional<int64_t> compacted_bytes;
+  /*! \brief The same as int64 expressions of the shape variables (IntImm when static). */
+  ffi::Optional<ffi::ObjectRef> original_size;
+  ffi::Optional<ffi::ObjectRef> compacted_size;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.CompactedRegion", CompactedRegionRecordObj,
+                                    ffi::Object);
+};
+
+/*! \brief The record of `region`. */
+ffi::ObjectRef ToRecord(const CompactedRegion& region);
 
 /*! \brief A bound: an affine form when we have one, otherwise an expression. */
 struct Bound {

@@ -25,7 +25,7 @@ from typing import Any
 import tvm
 import tvm_ffi
 
-from .. import analysis, pipeline
+from .. import analysis, pass_names, pipeline
 from ..instrument import PassTrace, trace
 from . import needs, origins
 from .load import LoadedModel, ReportError, one_line
@@ -43,12 +43,12 @@ from .needs import placement_of
 
 __all__ = ["build_report", "stage"]
 
-_OUR_COMPACTION = "tvm_memplan.CompactBufferAllocation"
-_OUR_PLACEMENT = "tvm_memplan.TagAllocationPlacement"
+_OUR_COMPACTION = pass_names.COMPACTION
+_OUR_PLACEMENT = pass_names.PLACEMENT
 # Where placement is decided in the memplan build: our tagging runs right before it.
 _STOCK_PLACEMENT_POINT = "tirx.StorageRewrite"
 # The last of our passes in the memplan build (host finalization): after it, code generation.
-_OUR_LAST_PASS = "tvm_memplan.LowerTVMBuiltin"
+_OUR_LAST_PASS = pass_names.LOWER_BUILTIN
 
 OURS = "tvm-memplan's"
 TVMS = "TVM's"
@@ -146,20 +146,20 @@ def _calls_relax_functions(mod: tvm.IRModule) -> bool:
 
 # The memplan build's Relax pipeline (docs/pipelines.md): our in-place pass runs twice, each run
 # inside the Sequential that puts it before a stock pass; then our planner.
-_INPLACE_PASS = "tvm_memplan.DataflowUseInplaceCalls"
+_INPLACE_PASS = pass_names.INPLACE
 _INPLACE_RUNS = (
     (
         "before_legalization",
-        f"tvm_memplan.LegalizeOps/{_INPLACE_PASS}",
+        f"{pass_names.LEGALIZE}/{_INPLACE_PASS}",
         "before LegalizeOps, on operator calls",
     ),
     (
         "after_scheduling",
-        f"tvm_memplan.RewriteDataflowReshape/{_INPLACE_PASS}",
+        f"{pass_names.REWRITE_DATAFLOW_RESHAPE}/{_INPLACE_PASS}",
         "before RewriteDataflowReshape, on call_tir of the final (fused, scheduled) PrimFuncs",
     ),
 )
-_OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
+_OUR_PLANNER = pass_names.PLANNER
 _NOT_ON_GPUS = (
     "not run on GPU targets: their pipelines schedule what they legalize (dlight), so calls "
     "go in place after scheduling only"

@@ -1,0 +1,28 @@
+"""The names tvm-memplan's passes run under (``PassInfo.name``), for pass instruments and
+traces (``instrument.trace``), the report and the benchmarks. A C++ pass's name is read off the
+pass itself, so it is written once, where the pass is made; the pipelines' own wrappers are
+named here.
+
+    trace(run, [pass_names.PLANNER]).before[pass_names.PLANNER]
+"""
+
+from __future__ import annotations
+
+from . import transform
+
+#: tvm-memplan's StaticPlanBlockMemory.
+PLANNER = transform.StaticPlanBlockMemory().info.name
+#: DataflowUseInplaceCalls, as it runs inside the pipelines (before legalization, after the
+#: schedules).
+INPLACE = transform.DataflowUseInplaceCalls().info.name
+#: CompactBufferAllocation v2, TagAllocationPlacement (before StorageRewrite) and the
+#: scope-aware LowerTVMBuiltin, the memplan TIR pipeline's passes.
+COMPACTION = transform.CompactBufferAllocation().info.name
+PLACEMENT = transform.TagAllocationPlacement().info.name
+LOWER_BUILTIN = transform.LowerTVMBuiltin().info.name
+#: The in-place pass then LegalizeOps (CPUs), as a pass and as the pipelines' wrapper.
+LEGALIZE = transform.LegalizeOpsAfterInplaceCalls().info.name
+#: The pipelines' wrappers: the in-place pass then RewriteDataflowReshape,
+#: TagAllocationPlacement then StorageRewrite.
+REWRITE_DATAFLOW_RESHAPE = "tvm_memplan.RewriteDataflowReshape"
+STORAGE_REWRITE = "tvm_memplan.StorageRewrite"
