@@ -15,7 +15,9 @@ LegalizeOps (on operator calls). ``relax_pipeline(base)`` does the same to any R
 Both pipelines are built from the stock ones, not from copies of their pass lists: while a stock
 pipeline runs, the pass constructors listed in ``MAIN_SUBSTITUTIONS``,
 ``HOST_FINALIZE_SUBSTITUTIONS`` and ``RELAX_SUBSTITUTIONS`` return our passes instead (only on
-the compiling thread; TVM's module attributes are restored afterwards). A substitution that
+the compiling thread; TVM's module attributes are restored afterwards). The Relax ones, and the
+replacement by name of stock passes in a ``Sequential`` built beforehand, come from one table,
+``RELAX_REPLACEMENTS``. A substitution that
 never happens is an error, so a TVM whose pipeline stops building a pass through its module
 fails loudly instead of compiling without our pass.
 """
@@ -23,6 +25,7 @@ fails loudly instead of compiling without our pass.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable
@@ -37,7 +40,9 @@ __all__ = [
     "HOST_FINALIZE_SUBSTITUTIONS",
     "MAIN_SUBSTITUTIONS",
     "PLANNER_SUBSTITUTIONS",
+    "RELAX_REPLACEMENTS",
     "RELAX_SUBSTITUTIONS",
+    "RelaxReplacement",
     "PIPELINE_NAME",
     "STOCK_PIPELINE",
     "Substitution",
@@ -246,52 +251,64 @@ def _our_inplace_pass(_stock_inplace_pass: tvm.transform.Pass) -> tvm.transform.
     return transform.DataflowUseInplaceCalls(planner="memplan")
 
 
-# How each stock Relax pass is replaced: the pass (as the stock constructor built it) -> ours.
-_RELAX_REPLACEMENTS = {
-    "StaticPlanBlockMemory": _our_planner,
-    "RewriteDataflowReshape": _inplace_after_scheduling,
-    "LegalizeOps": _inplace_before_legalization,
-    "DataflowUseInplaceCalls": _our_inplace_pass,
-}
+@dataclass(frozen=True)
+class RelaxReplacement:
+    """One stock Relax pass that "memplan" replaces: the one table both mechanisms are built
+    from (constructor substitution for pipelines that build their passes as they run, TVM's and
+    MLC-LLM's; replacement by pass name in a Sequential built beforehand)."""
+
+    #: The stock pass's name, and its constructor's in ``tvm.relax.transform``.
+    name: str
+    #: The stock pass, as built -> ours.
+    replace: Callable[[tvm.transform.Pass], tvm.transform.Pass]
+    #: Whether every stock pipeline builds it (its substitution must happen).
+    required: bool
+    #: Ours from the stock constructor and its arguments, when that does better than
+    #: ``replace`` on the pass it builds.
+    construct: Callable[..., tvm.transform.Pass] | None = None
+
+    def substitution(self) -> Substitution:
+        construct = self.construct or (
+            lambda stock, *args, **kwargs: self.replace(stock(*args, **kwargs))
+        )
+        required = self.required
+        return Substitution(tvm.relax.transform, self.name, construct, lambda ctx: required)
 
 
-# Stock passes replaced from their constructor's arguments, when the pipeline builds them.
-_RELAX_CONSTRUCTORS = {"LegalizeOps": _legalize_after_inplace_calls}
+# The in-place pass before LegalizeOps is optional (RewriteDataflowReshape's suffices), and no
+# stock pipeline has a DataflowUseInplaceCalls.
+RELAX_REPLACEMENTS: tuple[RelaxReplacement, ...] = (
+    RelaxReplacement("StaticPlanBlockMemory", _our_planner, True),
+    RelaxReplacement("RewriteDataflowReshape", _inplace_after_scheduling, True),
+    RelaxReplacement(
+        "LegalizeOps", _inplace_before_legalization, False, _legalize_after_inplace_calls
+    ),
+    RelaxReplacement("DataflowUseInplaceCalls", _our_inplace_pass, False),
+)
 
 
-def _relax_substitution(name: str, required: bool, replacements: dict) -> Substitution:
-    replacement = replacements[name]
-    constructor = _RELAX_CONSTRUCTORS.get(
-        name, lambda stock, *args, **kwargs: replacement(stock(*args, **kwargs))
+def _with_planner_options(options: dict) -> tuple[RelaxReplacement, ...]:
+    """RELAX_REPLACEMENTS with our planner built with ``options``."""
+    return tuple(
+        dataclasses.replace(r, replace=lambda stock: _our_planner(stock, options))
+        if r.name == "StaticPlanBlockMemory"
+        else r
+        for r in RELAX_REPLACEMENTS
     )
-    return Substitution(tvm.relax.transform, name, constructor, required=lambda ctx: required)
 
 
-def _relax_substitutions(replacements: dict) -> tuple[Substitution, ...]:
-    """The passes of the stock Relax pipeline that "memplan" replaces, by `replacements`. The
-    in-place pass before LegalizeOps is optional (RewriteDataflowReshape's suffices), and no
-    stock pipeline has a DataflowUseInplaceCalls."""
-    return (
-        _relax_substitution("StaticPlanBlockMemory", True, replacements),
-        _relax_substitution("RewriteDataflowReshape", True, replacements),
-        _relax_substitution("LegalizeOps", False, replacements),
-        _relax_substitution("DataflowUseInplaceCalls", False, replacements),
-    )
-
-
-RELAX_SUBSTITUTIONS = _relax_substitutions(_RELAX_REPLACEMENTS)
+RELAX_SUBSTITUTIONS = tuple(r.substitution() for r in RELAX_REPLACEMENTS)
 # Our planner alone, in place of TVM's (what tvm_memplan.testing compares planners with).
 PLANNER_SUBSTITUTIONS: tuple[Substitution, ...] = RELAX_SUBSTITUTIONS[:1]
 
 
 def _replace_built_passes(
-    pass_: tvm.transform.Pass, used: set, replacements: dict | None = None
+    pass_: tvm.transform.Pass, used: set, replacements: tuple[RelaxReplacement, ...]
 ) -> tvm.transform.Pass:
-    """``pass_`` with the stock passes of ``replacements`` (default ``_RELAX_REPLACEMENTS``)
-    that were built before the pipeline ran replaced (by pass name), inside nested Sequentials
-    too. A module pass that builds its passes when it runs (TVM's and MLC-LLM's pipelines) gets
-    ours through the constructor substitution instead."""
-    replacements = _RELAX_REPLACEMENTS if replacements is None else replacements
+    """``pass_`` with the stock passes of ``replacements`` that were built before the pipeline
+    ran replaced (by pass name), inside nested Sequentials too. A module pass that builds its
+    passes when it runs (TVM's and MLC-LLM's pipelines) gets ours through the constructor
+    substitution instead."""
     if isinstance(pass_, tvm.transform.Sequential):
         info = pass_.pass_info
         passes = [_replace_built_passes(p, used, replacements) for p in pass_.passes]
@@ -299,10 +316,11 @@ def _replace_built_passes(
             passes, opt_level=info.opt_level, name=info.name, required=list(info.required)
         )
     name = pass_.info.name
-    if name not in replacements:
+    replacement = next((r for r in replacements if r.name == name), None)
+    if replacement is None:
         return pass_
     used.add((tvm.relax.transform.__name__, name))
-    return replacements[name](pass_)
+    return replacement.replace(pass_)
 
 
 def _check_base(base) -> None:
@@ -355,7 +373,7 @@ def relax_pipeline(base="default", *, planner_options: dict | None = None) -> tv
     None: its defaults.
     """
     _check_base(base)
-    replacements = _RELAX_REPLACEMENTS
+    replacements = RELAX_REPLACEMENTS
     if planner_options is not None:
         if not isinstance(planner_options, dict):
             raise TypeError(
@@ -364,10 +382,7 @@ def relax_pipeline(base="default", *, planner_options: dict | None = None) -> tv
             )
         planner_options = dict(planner_options)
         transform.StaticPlanBlockMemory(**planner_options)  # bad names or values raise here
-        replacements = {
-            **_RELAX_REPLACEMENTS,
-            "StaticPlanBlockMemory": lambda stock: _our_planner(stock, planner_options),
-        }
+        replacements = _with_planner_options(planner_options)
 
     @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanRelaxPipeline")
     def pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
@@ -380,8 +395,8 @@ def relax_pipeline(base="default", *, planner_options: dict | None = None) -> tv
         )
         substitutions = (
             RELAX_SUBSTITUTIONS
-            if replacements is _RELAX_REPLACEMENTS
-            else _relax_substitutions(replacements)
+            if replacements is RELAX_REPLACEMENTS
+            else tuple(r.substitution() for r in replacements)
         )
         with substituted(substitutions, "Relax pipeline", missing) as used:
             for p in passes:
