@@ -111,7 +111,7 @@ def test_memplan_builds_wherever_stock_builds(mod, target):
     assert ours == stock and via_tvm == stock
     if stock is not None:
         # Both fail alike, which is all this test can check here: it did not build ours.
-        pytest.skip(f"the stock build fails too on {target} (so does ours, alike): {stock}")
+        pytest.skip(reason=f"the stock build fails too on {target} (so does ours, alike): {stock}")
 
 
 def _strip_inplace(name: str) -> str:

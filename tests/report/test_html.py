@@ -239,7 +239,7 @@ def _require_chromium() -> str:
     if browser is None:
         if os.environ.get("TVM_MEMPLAN_REQUIRE_BROWSER"):
             pytest.fail("chromium is not installed (apt-get install chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium); CI requires it")
+        pytest.skip(reason="chromium is not installed (apt-get install chromium); CI requires it")
     return browser
 
 
