@@ -13,6 +13,7 @@ only: no GPU here).
 
 import pytest
 import tvm
+from test_copy_free_concat import Kernels as BaseKernels
 from tvm import relax
 from tvm.script import ir as I
 from tvm.script import relax as R
@@ -31,14 +32,7 @@ analyze_concatenation = tvm_memplan.testing.analyze_concatenation
 
 
 @I.ir_module
-class Kernels:
-    @T.prim_func(private=True, s_tir=True)
-    def exp(A: T.Buffer((1, 16, 4), "float32"), B: T.Buffer((1, 16, 4), "float32")):
-        for i, j, k in T.grid(1, 16, 4):
-            with T.sblock("B"):
-                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
-                B[vi, vj, vk] = T.exp(A[vi, vj, vk])
-
+class _FusedKernels:
     @T.prim_func(private=True, s_tir=True)
     def upsample_concat(
         X: T.Buffer((1, 16, 2), "float32"),
@@ -70,7 +64,7 @@ class Kernels:
                 )
 
     @T.prim_func(private=True, s_tir=True)
-    def concat(
+    def concat_wide(
         A: T.Buffer((1, 32, 4), "float32"),
         B: T.Buffer((1, 32, 4), "float32"),
         C: T.Buffer((1, 64, 4), "float32"),
@@ -88,13 +82,6 @@ class Kernels:
                 D[vi, vj, vk] = C[vi, vj, vk] * T.float32(2)
 
     @T.prim_func(private=True, s_tir=True)
-    def double(C: T.Buffer((1, 32, 4), "float32"), D: T.Buffer((1, 32, 4), "float32")):
-        for i, j, k in T.grid(1, 32, 4):
-            with T.sblock("D"):
-                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
-                D[vi, vj, vk] = C[vi, vj, vk] * T.float32(2)
-
-    @T.prim_func(private=True, s_tir=True)
     def double_inplace(C: T.Buffer((1, 32, 4), "float32")):
         for i, j, k in T.grid(1, 32, 4):
             with T.sblock("C"):
@@ -102,13 +89,15 @@ class Kernels:
                 C[vi, vj, vk] = C[vi, vj, vk] * T.float32(2)
 
 
+#: test_copy_free_concat's kernels (`exp`, `concat`, `double`) and the fused ones.
+Kernels = tvm.IRModule({**BaseKernels.functions, **_FusedKernels.functions})
 EXP, UPCAT, GHOST, CONCAT, DOUBLE, DOUBLE_WIDE, DOUBLE_INPLACE = (
     Kernels.get_global_var(n)
     for n in (
         "exp",
         "upsample_concat",
         "ghost_concat",
-        "concat",
+        "concat_wide",
         "double",
         "double_wide",
         "double_inplace",
