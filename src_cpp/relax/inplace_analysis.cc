@@ -71,7 +71,7 @@ class Analysis {
         steps_(FlattenFunction(func)),
         flow_(steps_) {}
 
-  std::vector<InplaceDecision> Run() {
+  std::vector<InplaceCandidate> Run() {
     for (const ObjectRef& param : func_.params()) {
       flow_.Define(param,
                    Value{{flow_.NewRoot(RootKind::kParam, Quoted(NameOf(param)), -1)}, nullptr});
@@ -118,11 +118,11 @@ class Analysis {
       return;
     }
     const MemoryEffect& effect = *(effects_of_steps_[index] = effects_.Classify(*call));
-    InplaceDecision decision = Decide(index, *call, effect);
-    if (decision.inplace) {
+    InplaceCandidate decision = Decide(index, *call, effect);
+    if (decision->inplace) {
       // The result now is the reused argument's storage.
       std::string where = Quoted(var.name());
-      flow_.Define(var.ref(), Value{flow_.Eval(decision.reused, index, where).roots, nullptr});
+      flow_.Define(var.ref(), Value{flow_.Eval(decision->reused, index, where).roots, nullptr});
       candidates_.push_back(Candidate{decisions_.size(), index});
     } else {
       flow_.Define(var.ref(), flow_.StepValue(index, &effect));
@@ -148,7 +148,7 @@ class Analysis {
   std::vector<bool> Chosen(const std::unordered_set<std::string>& in_place) const {
     std::vector<bool> chosen(candidates_.size());
     for (size_t c = 0; c < candidates_.size(); ++c) {
-      chosen[c] = in_place.count(decisions_[candidates_[c].decision].var) > 0;
+      chosen[c] = in_place.count(std::string(decisions_[candidates_[c].decision]->binding)) > 0;
     }
     return chosen;
   }
@@ -162,7 +162,7 @@ class Analysis {
     for (size_t c = 0; c < candidates_.size(); ++c) {
       PlanStep& step = steps[candidates_[c].step];
       step.candidate = static_cast<int>(c);
-      step.inplace_source = decisions_[candidates_[c].decision].reused.get();
+      step.inplace_source = decisions_[candidates_[c].decision]->reused.get();
     }
     return steps;
   }
@@ -226,18 +226,18 @@ class Analysis {
     const LegalizedCall* legal = nullptr;
   };
 
-  InplaceDecision Decide(int64_t index, const Call& call, const MemoryEffect& effect) {
+  InplaceCandidate Decide(int64_t index, const Call& call, const MemoryEffect& effect) {
     const Step& step = steps_[index];
-    InplaceDecision decision;
-    decision.binding = step.binding->ref();
-    decision.var = step.binding->var().name();
-    decision.op = call.op_name();
-    decision.dataflow = step.dataflow;
+    InplaceCandidate decision = ffi::make_object<InplaceCandidateObj>();
+    decision->binding_node = step.binding->ref();
+    decision->binding = step.binding->var().name();
+    if (std::string op = call.op_name(); !op.empty()) decision->op = String(op);
+    decision->dataflow = step.dataflow;
     auto refuse = [&](std::string reason) {
-      decision.reason = std::move(reason);
+      decision->Refuse(std::move(reason));
       return decision;
     };
-    if (decision.op.empty()) return refuse("calls a function, not an operator");
+    if (!decision->op) return refuse("calls a function, not an operator");
     if (call.IsOp(schema::op::CallTIRInplace)) return refuse("it already runs in place");
     if (!step.dataflow && !options_.outside_dataflow) {
       return refuse("outside a dataflow block (outside_dataflow=False)");
@@ -270,22 +270,22 @@ class Analysis {
       std::optional<TensorType> arg_type = As<TensorType>(TypeOf(arg));
       if (!arg_type || !SameShapeAndDType(*arg_type, *result)) continue;
       std::optional<std::string> refusal =
-          CheckArgument(index, args, i, tuple, *target.prim_func, &decision);
+          CheckArgument(index, args, i, tuple, *target.prim_func, decision.get());
       if (refusal) {
         refusals.push_back(*refusal);
         continue;
       }
-      decision.inplace = true;
-      decision.arg_index = static_cast<int64_t>(i);
-      decision.arg = NameOf(arg);
-      decision.reused = arg;
-      decision.call_tir = target.call_tir;
-      decision.prim_func = target.prim_func;
-      decision.prim_func_name = target.prim_func_name;
+      decision->inplace = true;
+      decision->arg_index = static_cast<int64_t>(i);
+      decision->arg = String(NameOf(arg));
+      decision->reused = arg;
+      decision->call_tir = target.call_tir;
+      decision->prim_func = target.prim_func;
+      decision->prim_func_name = target.prim_func_name;
       std::string what = target.legal != nullptr
                              ? PatternName(context_->legalizer().OpPattern(*target.legal))
                              : target.what;
-      decision.reason = what + "; " + Quoted(NameOf(arg)) + " is not read afterwards";
+      decision->reason = what + "; " + Quoted(NameOf(arg)) + " is not read afterwards";
       return decision;
     }
     if (refusals.empty()) return refuse("no tensor argument has the result's shape and dtype");
@@ -358,7 +358,7 @@ class Analysis {
   /*! \brief Why argument `i` of `args` may not hold the result, or nullopt when it may. */
   std::optional<std::string> CheckArgument(int64_t index, const Array<ObjectRef>& args, size_t i,
                                            const Array<ObjectRef>& tuple, const PrimFunc& prim_func,
-                                           InplaceDecision* decision) {
+                                           InplaceCandidateObj* decision) {
     const ObjectRef& arg = args[i];
     std::string name = Quoted(NameOf(arg));
     // Every PrimFunc parameter the variable is passed to becomes the one in-place buffer.
@@ -468,13 +468,9 @@ class Analysis {
       probe[c] = true;
       int64_t with = total(probe);
       probe[c] = false;
-      InplaceDecision& decision = decisions_[candidates_[c].decision];
-      decision.inplace = false;
-      decision.reason = "in place would raise the memory " + PlannerName() + " plans from " +
-                        std::to_string(chosen_bytes) + " to " + std::to_string(with) + " bytes";
-      decision.arg_index = -1;
-      decision.reused = ObjectRef();
-      decision.arg.clear();
+      decisions_[candidates_[c].decision]->Refuse(
+          "in place would raise the memory " + PlannerName() + " plans from " +
+          std::to_string(chosen_bytes) + " to " + std::to_string(with) + " bytes");
     }
   }
 
@@ -486,7 +482,7 @@ class Analysis {
   MemoryEffects effects_;
   std::vector<Step> steps_;
   StorageFlow flow_;
-  std::vector<InplaceDecision> decisions_;
+  std::vector<InplaceCandidate> decisions_;
   /*! \brief Per step, what its call does to memory (steps binding no call: none). */
   std::vector<std::optional<MemoryEffect>> effects_of_steps_;
   /*! \brief An in-place decision, a candidate of the memory guard. */
@@ -509,79 +505,23 @@ const std::optional<std::string>& InplaceContext::CheckPrimFunc(
   return prim_func_checks_.emplace(key, CheckInplacePrimFunc(prim_func, inputs)).first->second;
 }
 
-std::vector<InplaceDecision> AnalyzeInplace(const Function& func, const ObjectRef& mod,
-                                            const InplaceOptionsObj& options,
-                                            InplaceContext* context) {
+std::vector<InplaceCandidate> AnalyzeInplace(const Function& func, const ObjectRef& mod,
+                                             const InplaceOptionsObj& options,
+                                             InplaceContext* context) {
   return Analysis(func, mod, options, context).Run();
 }
 
-void InplaceOptionsObj::RegisterReflection() {
-  OptionsDef<InplaceOptionsObj>()
-      .Option("outside_dataflow", &InplaceOptionsObj::outside_dataflow,
-              "Also rewrite bindings outside dataflow blocks (the stock pass only rewrites "
-              "inside).")
-      .Option("memory_aware", &InplaceOptionsObj::memory_aware,
-              "Keep only rewrites that do not raise the bytes the memory planner plans "
-              "(judged by a model of it); False keeps every safe rewrite.")
-      .Option("planner", &InplaceOptionsObj::planner,
-              "The memory planner that will run, by which memory_aware judges: \"stock\" (TVM's "
-              "StaticPlanBlockMemory) or \"memplan\" (tvm-memplan's, as in the memplan pipeline).")
-      .Option("gpu", &InplaceOptionsObj::gpu,
-              "Whether the module is compiled for a GPU, whose pipeline schedules the PrimFuncs "
-              "it legalizes and fuses (dlight): then operator calls are kept and only calls of "
-              "PrimFuncs already bound to threads run in place. None: the current target has "
-              "the key \"gpu\".");
-}
-
-void CheckInplaceOptions(const InplaceOptionsObj& options) {
-  if (options.planner != kStockPlanner && options.planner != kMemplanPlanner) {
-    TVM_FFI_THROW(ValueError) << "InplaceOptions.planner must be \"" << kStockPlanner << "\" or \""
-                              << kMemplanPlanner << "\", got \"" << options.planner << "\"";
-  }
-}
-
-ObjectRef ToRecord(const InplaceDecision& d) {
-  ffi::ObjectPtr<InplaceCandidateObj> out = ffi::make_object<InplaceCandidateObj>();
-  out->binding = d.var;
-  if (!d.op.empty()) out->op = String(d.op);
-  out->dataflow = d.dataflow;
-  out->inplace = d.inplace;
-  if (d.inplace) {
-    out->arg_index = d.arg_index;
-    out->arg = String(d.arg);
-  }
-  out->reason = d.reason;
-  return ObjectRef(out);
-}
-
-void InplaceCandidateObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  using R = InplaceCandidateObj;
-  refl::ObjectDef<R>()
-      .def_ro("binding", &R::binding, "The variable the call binds.")
-      .def_ro("op", &R::op, "The operator; None when the callee is not an operator.")
-      .def_ro("dataflow", &R::dataflow, "Whether the binding is in a dataflow block.")
-      .def_ro("inplace", &R::inplace, "Whether DataflowUseInplaceCalls rewrites it.")
-      .def_ro("arg_index", &R::arg_index,
-              "In place: the position of the argument that receives the result.")
-      .def_ro("arg", &R::arg, "In place: that argument.")
-      .def_ro("reason", &R::reason,
-              "Why, or why not (the first refusal of each candidate argument).");
-}
-
 TVM_FFI_STATIC_INIT_BLOCK() {
-  InplaceOptionsObj::RegisterReflection();
-  InplaceCandidateObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.analysis.inplace_candidates",
       [](ObjectRef func, Optional<ObjectRef> mod, InplaceOptions options) {
         CheckInplaceOptions(*options.get());
         InplaceContext context;
         Array<ObjectRef> out;
-        for (const InplaceDecision& d :
+        for (InplaceCandidate& d :
              AnalyzeInplace(Function(func, "inplace_candidates"), mod.value_or(ObjectRef()),
                             *options.get(), &context)) {
-          out.push_back(ToRecord(d));
+          out.push_back(ObjectRef(std::move(d)));
         }
         return out;
       });

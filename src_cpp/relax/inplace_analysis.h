@@ -47,98 +47,12 @@
 #include <utility>
 #include <vector>
 
+#include "relax/inplace_records.h"
 #include "relax/memory_plan_model.h"
 #include "relax/op_legalization.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-/*!
- * \brief Options of the in-place analysis and rewrite, reflected as
- *        `tvm_memplan.relax.InplaceOptions` (Python reads names, docs and defaults from here).
- */
-class InplaceOptionsObj : public ffi::Object {
- public:
-  /*! \brief Also rewrite bindings outside dataflow blocks. */
-  bool outside_dataflow = true;
-  /*! \brief Keep only rewrites that do not raise the bytes the memory planner plans. */
-  bool memory_aware = true;
-  /*! \brief The planner that will run: "stock" or "memplan". */
-  String planner = kStockPlanner;
-  /*!
-   * \brief Whether the module is compiled for a GPU, whose pipeline schedules the PrimFuncs it
-   *        legalizes and fuses (dlight): then operator calls stay as they are and only calls of
-   *        PrimFuncs already bound to threads run in place. None: the current target decides.
-   */
-  Optional<bool> gpu;
-
-  static void RegisterReflection();
-  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceOptions", InplaceOptionsObj,
-                                    ffi::Object);
-};
-
-class InplaceOptions : public ObjectRef {
- public:
-  InplaceOptions() : ObjectRef(ffi::make_object<InplaceOptionsObj>()) {}
-  TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(InplaceOptions, ObjectRef, InplaceOptionsObj);
-};
-
-/*! \brief The one check of the options (ValueError naming the bad field), at every FFI entry
- *         that takes them: the pass constructors and the analyses. */
-void CheckInplaceOptions(const InplaceOptionsObj& options);
-
-/*! \brief The decision for one binding whose value is a call. */
-struct InplaceDecision {
-  /*! \brief The relax.Binding (the rewrite replaces its value). */
-  ObjectRef binding;
-  std::string var;
-  /*! \brief The operator name, or "" when the callee is not an operator. */
-  std::string op;
-  bool dataflow = false;
-  bool inplace = false;
-  /*!
-   * \brief Position of the reused argument (-1 when refused): among an operator's arguments,
-   *        or in the argument tuple of a call_tir.
-   */
-  int64_t arg_index = -1;
-  std::string arg;
-  /*! \brief The reused argument (a variable). */
-  ObjectRef reused;
-  /*! \brief Why the binding runs in place, or why it does not. */
-  std::string reason;
-
-  // For an in-place decision, what the rewrite needs:
-  /*! \brief `R.call_tir(prim_func, (args...), out_ty)` over this binding's arguments. */
-  ObjectRef call_tir;
-  std::optional<ir::PrimFunc> prim_func;
-  std::string prim_func_name;
-  /*!
-   * \brief Positions of the reused argument in the call_tir argument tuple (several when the
-   *        variable is passed more than once: their PrimFunc parameters become one buffer).
-   */
-  std::vector<int64_t> tuple_indices;
-};
-
-/*! \brief What Python and the report read of an InplaceDecision, reflected as
- *         `tvm_memplan.relax.InplaceCandidate`. */
-class InplaceCandidateObj : public ffi::Object {
- public:
-  String binding;
-  /*! \brief The operator, or None when the callee is not an operator. */
-  Optional<String> op;
-  bool dataflow = false;
-  bool inplace = false;
-  Optional<int64_t> arg_index;
-  Optional<String> arg;
-  String reason;
-
-  static void RegisterReflection();
-  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceCandidate", InplaceCandidateObj,
-                                    ffi::Object);
-};
-
-/*! \brief The record of `decision`. */
-ObjectRef ToRecord(const InplaceDecision& decision);
 
 /*! \brief Memoized facts shared by the analyses of one module's functions. */
 class InplaceContext {
@@ -166,9 +80,9 @@ class InplaceContext {
  *        each other: a binding made in place aliases its reused argument for later decisions.
  * \param mod The module holding `func`, to look up called PrimFuncs and functions; may be null.
  */
-std::vector<InplaceDecision> AnalyzeInplace(const ir::relax::Function& func, const ObjectRef& mod,
-                                            const InplaceOptionsObj& options,
-                                            InplaceContext* context);
+std::vector<InplaceCandidate> AnalyzeInplace(const ir::relax::Function& func, const ObjectRef& mod,
+                                             const InplaceOptionsObj& options,
+                                             InplaceContext* context);
 
 }  // namespace relax
 }  // namespace tvm_memplan

@@ -167,22 +167,22 @@ class Rewrite {
  private:
   std::optional<Function> RewriteFunction(const Function& func, const std::string& name) {
     std::unordered_map<const Object*, ObjectRef> values;
-    std::vector<InplaceDecision> decisions = AnalyzeInplace(func, mod_.ref(), options_, &context_);
+    std::vector<InplaceCandidate> decisions = AnalyzeInplace(func, mod_.ref(), options_, &context_);
     if (dump_.enabled()) {
       Array<ObjectRef> records;
-      for (const InplaceDecision& decision : decisions) records.push_back(ToRecord(decision));
+      for (const InplaceCandidate& decision : decisions) records.push_back(ObjectRef(decision));
       dump_.Write(name + "-decisions", records);
     }
-    for (const InplaceDecision& decision : decisions) {
+    for (const InplaceCandidate& decision : decisions) {
       ++stats_->call_bindings;
-      if (!decision.inplace) continue;
-      Call call_tir(decision.call_tir);
-      const std::vector<int64_t>& inputs = decision.tuple_indices;
+      if (!decision->inplace) continue;
+      Call call_tir(decision->call_tir);
+      const std::vector<int64_t>& inputs = decision->tuple_indices;
       Tuple args(call_tir.args()[1], "call_tir args");
       if (inputs.size() > 1) args = DropRepeatedArgs(args, inputs);
-      ObjectRef call = ir::relax::MakeCallTIRInplace(InplacePrimFunc(decision), args, {inputs[0]},
+      ObjectRef call = ir::relax::MakeCallTIRInplace(InplacePrimFunc(*decision), args, {inputs[0]},
                                                      call_tir.ty_args());
-      values[decision.binding.get()] = builder_.Normalize(call);
+      values[decision->binding_node.get()] = builder_.Normalize(call);
       ++stats_->rewritten;
       if (mod_.functions().count(call_tir.args()[0])) replaced_.push_back(call_tir.args()[0]);
     }
@@ -210,7 +210,7 @@ class Rewrite {
   }
 
   /*! \brief The GlobalVar of the in-place variant of a decision's PrimFunc (added once). */
-  ObjectRef InplacePrimFunc(const InplaceDecision& decision) {
+  ObjectRef InplacePrimFunc(const InplaceCandidateObj& decision) {
     auto key = std::make_pair(decision.prim_func->get(), decision.tuple_indices);
     auto it = prim_funcs_.find(key);
     if (it != prim_funcs_.end()) return it->second;
@@ -305,22 +305,7 @@ ObjectRef LegalizeOpsAfterInplaceCalls(const InplaceOptions& options,
   });
 }
 
-void InplaceStatsObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  using R = InplaceStatsObj;
-  refl::ObjectDef<R>()
-      .def_ro("functions", &R::functions, "Relax functions analysed.")
-      .def_ro("call_bindings", &R::call_bindings, "Bindings whose value is a call.")
-      .def_ro("rewritten", &R::rewritten, "Bindings rewritten to R.call_tir_inplace.")
-      .def_ro("prim_funcs_added", &R::prim_funcs_added, "In-place PrimFuncs added to the module.")
-      .def_ro("prim_funcs_removed", &R::prim_funcs_removed,
-              "PrimFuncs removed because every call of them now runs in place.")
-      .def_ro("signatures_legalized", &R::signatures_legalized,
-              "Distinct call signatures legalized to decide.");
-}
-
 TVM_FFI_STATIC_INIT_BLOCK() {
-  InplaceStatsObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef()
       .def("tvm_memplan.transform.DataflowUseInplaceCalls",
            [](InplaceOptions options) { return InplacePass(options, nullptr); })

@@ -26,26 +26,6 @@
 namespace tvm_memplan {
 namespace relax {
 
-/*! \brief What one run of the rewrite did, reflected as `tvm_memplan.relax.InplaceStats`. */
-class InplaceStatsObj : public ffi::Object {
- public:
-  /*! \brief Relax functions analysed (functions for external codegen or fused kernels are not). */
-  int64_t functions = 0;
-  /*! \brief Bindings whose value is a call. */
-  int64_t call_bindings = 0;
-  /*! \brief Bindings rewritten to call_tir_inplace. */
-  int64_t rewritten = 0;
-  /*! \brief In-place PrimFuncs added to the module. */
-  int64_t prim_funcs_added = 0;
-  /*! \brief PrimFuncs of the module removed because every call of them now runs in place. */
-  int64_t prim_funcs_removed = 0;
-  /*! \brief Distinct call signatures legalized. */
-  int64_t signatures_legalized = 0;
-
-  static void RegisterReflection();
-  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceStats", InplaceStatsObj, ffi::Object);
-};
-
 struct InplaceRewriteResult {
   ir::IRModule mod;
   ffi::ObjectPtr<InplaceStatsObj> stats;
