@@ -42,23 +42,23 @@ struct Expectation {
   /*! \brief Whether step 2 added annotations, which step 4 removes. */
   bool marked = false;
   /*! \brief Buffer var as it appears in the output -> its decision. */
-  std::unordered_map<const Object*, const AllocationDecision*> decided;
+  std::unordered_map<const Object*, const AllocationDecisionObj*> decided;
   /*! \brief (stand-in in "global.workspace", the buffer it stands for). */
   std::vector<std::pair<Buffer, Buffer>> restore;
 };
 
 /*! \brief `disable_lower_builtin`, which TVM's pass honours, plus our mark for step 4. */
-Map<String, Any> Marked(Map<String, Any> annotations, Placement placement) {
+Map<String, Any> Marked(Map<String, Any> annotations, const String& placement) {
   // TVM reads the flag as an ir.IntImm.
   annotations.Set(schema::attr::DisableLowerTVMBuiltin, IntConst(DLDataType{kDLInt, 32, 1}, 1));
-  annotations.Set(kPlacementMarker, String(PlacementName(placement)));
+  annotations.Set(kPlacementMarker, placement);
   return annotations;
 }
 
 /*! \brief How step 2 changes one AllocBuffer (keyed by its buffer var in the rewritten IR). */
 struct AllocationEdit {
   /*! \brief Mark it for TVM's pass to leave alone. */
-  std::optional<Placement> mark;
+  std::optional<String> mark;
   /*! \brief Define this stand-in instead of the buffer, for TVM's pass to lower. */
   std::optional<Buffer> stand_in;
 };
@@ -66,41 +66,35 @@ struct AllocationEdit {
 /*! \brief Step 2 for one function; fills `expect` for step 4. */
 PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
   std::vector<ScopeChange> moves;  // buffers that live on the stack in scope "global"
-  std::vector<std::pair<Buffer, Placement>> marks;
+  std::vector<std::pair<Buffer, String>> marks;
   std::unordered_map<const Object*, AllocationEdit> edits;
   bool needs_device_id = false;
-  for (const AllocationDecision& d : expect->plan.decisions) {
-    std::optional<AllocBuffer> alloc = As<AllocBuffer>(d.node);
-    if (!alloc) continue;
-    switch (d.placement) {
-      case Placement::kStack:
-        if (d.buffer.scope() != scope::kGlobal) moves.emplace_back(d.buffer, scope::kGlobal);
-        // In "global", TVM's rule keeps the smaller ones on the stack by itself.
-        if (!StockKeepsOnStack(d.bytes, scope::kGlobal)) marks.emplace_back(d.buffer, d.placement);
-        break;
-      case Placement::kUnlowered:
-        // Carried through StorageRewrite in our scope: back in "global", with the annotation.
-        // Annotated as written: left as TVM's pass leaves it, unless the code generator takes
-        // it only in "global" (TVM's output would fail to compile there).
-        if (d.buffer.scope() == scope::kMemplanUnlowered) {
-          moves.emplace_back(d.buffer, scope::kGlobal);
-          marks.emplace_back(d.buffer, d.placement);
-        } else if (expect->unlowered_needs_global_scope && d.buffer.scope() != scope::kGlobal) {
-          moves.emplace_back(d.buffer, scope::kGlobal);
-        }
-        break;
-      case Placement::kWorkspace:
-        needs_device_id |= !d.has_device_id;
-        if (StockKeepsOnStack(d.bytes, d.buffer.scope())) {
-          // Only the definition: TVM's pass lowers the allocation it sees and never looks at
-          // the uses, which keep the buffer itself.
-          Buffer stand_in = d.buffer.WithScope(scope::kGlobalWorkspace);
-          edits[d.buffer.get()].stand_in = stand_in;
-          expect->restore.emplace_back(stand_in, d.buffer);
-        }
-        break;
-      case Placement::kStock:
-        break;
+  for (const AllocationDecision& record : expect->plan.decisions) {
+    const AllocationDecisionObj& d = *record;
+    if (!Is<AllocBuffer>(d.node)) continue;
+    if (d.placement == placement::kStack) {
+      if (d.buffer().scope() != scope::kGlobal) moves.emplace_back(d.buffer(), scope::kGlobal);
+      // In "global", TVM's rule keeps the smaller ones on the stack by itself.
+      if (!StockKeepsOnStack(d.nbytes, scope::kGlobal)) marks.emplace_back(d.buffer(), d.placement);
+    } else if (d.placement == placement::kUnlowered) {
+      // Carried through StorageRewrite in our scope: back in "global", with the annotation.
+      // Annotated as written: left as TVM's pass leaves it, unless the code generator takes
+      // it only in "global" (TVM's output would fail to compile there).
+      if (d.buffer().scope() == scope::kMemplanUnlowered) {
+        moves.emplace_back(d.buffer(), scope::kGlobal);
+        marks.emplace_back(d.buffer(), d.placement);
+      } else if (expect->unlowered_needs_global_scope && d.buffer().scope() != scope::kGlobal) {
+        moves.emplace_back(d.buffer(), scope::kGlobal);
+      }
+    } else if (d.placement == placement::kWorkspace) {
+      needs_device_id |= !d.has_device_id;
+      if (StockKeepsOnStack(d.nbytes, d.buffer().scope())) {
+        // Only the definition: TVM's pass lowers the allocation it sees and never looks at
+        // the uses, which keep the buffer itself.
+        Buffer stand_in = d.buffer().WithScope(scope::kGlobalWorkspace);
+        edits[d.buffer().get()].stand_in = stand_in;
+        expect->restore.emplace_back(stand_in, d.buffer());
+      }
     }
   }
   ObjectRef body = func.body();
@@ -123,11 +117,12 @@ PrimFunc Prepare(const PrimFunc& func, Expectation* expect) {
       return alloc;
     });
     body = rewriter(body);
-    for (const AllocationDecision& d : expect->plan.decisions) {
-      if (!Is<AllocBuffer>(d.node) || d.placement == Placement::kStock) continue;
+    for (const AllocationDecision& record : expect->plan.decisions) {
+      const AllocationDecisionObj& d = *record;
+      if (!Is<AllocBuffer>(d.node) || d.placement == placement::kStock) continue;
       // Stack buffers keep their new scope; step 4 puts back the buffers of the stand-ins.
       Buffer in_output =
-          d.placement == Placement::kWorkspace ? d.buffer : scope_changes.Moved(d.buffer);
+          d.placement == placement::kWorkspace ? d.buffer() : scope_changes.Moved(d.buffer());
       expect->decided[in_output.get()] = &d;
     }
   }
@@ -220,7 +215,7 @@ PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
       Map<String, Any> annotations = alloc.annotations();
       auto mark = annotations.find(String(kPlacementMarker));
       if (mark == annotations.end()) return alloc;
-      if ((*mark).second.cast<String>() != PlacementName(Placement::kUnlowered)) {
+      if ((*mark).second.cast<String>() != placement::kUnlowered) {
         annotations.erase(String(schema::attr::DisableLowerTVMBuiltin));
       }
       annotations.erase(String(kPlacementMarker));
@@ -237,13 +232,12 @@ PrimFunc Finish(const PrimFunc& func, const Expectation& expect) {
   }
   for (const auto& [buffer, decision] : expect.decided) {
     const auto& where =
-        decision->placement == Placement::kWorkspace ? placed.in_workspace : placed.on_stack;
+        decision->placement == placement::kWorkspace ? placed.in_workspace : placed.on_stack;
     if (where.count(buffer)) continue;
     TVM_FFI_THROW(InternalError) << "tvm_memplan.LowerTVMBuiltin: in " << expect.function
                                  << ", TVM's LowerTVMBuiltin did not leave buffer `"
-                                 << decision->buffer.name() << "` where it was placed ("
-                                 << PlacementName(decision->placement) << ": " << decision->reason
-                                 << ")";
+                                 << decision->buffer().name() << "` where it was placed ("
+                                 << decision->placement << ": " << decision->reason << ")";
   }
   return out;
 }
@@ -267,9 +261,8 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     expect.plan = PlanAllocationPlacement(*func, expect.function, *limits);
     expect.unlowered_needs_global_scope = limits->unlowered_needs_global_scope;
     if (dump.enabled()) {
-      for (const AllocationDecision& d : expect.plan.decisions) {
-        plan_records.push_back(ToRecord(expect.function, d));
-      }
+      for (const AllocationDecision& d : expect.plan.decisions)
+        plan_records.push_back(ObjectRef(d));
     }
     prepared.Set(global_var, Prepare(*func, &expect).ref());
   }

@@ -115,80 +115,87 @@ class Decider {
 
   AllocationDecision Decide(const AllocationSite& site) const {
     const Buffer& buffer = site.buffer;
-    AllocationDecision d{buffer,
-                         site.node,
-                         buffer.scope(),
-                         buffer.ConstSizeBytes(),
-                         Placement::kStock,
-                         Placement::kStock,
-                         "",
-                         false,
-                         site.has_device_id};
-    if (d.scope.empty()) d.scope = scope::kGlobal;
-    const std::string& scope = d.scope;
-    d.stock_placement = StockPlacement(site, d);
+    AllocationDecision d = ffi::make_object<AllocationDecisionObj>();
+    d->buffer_var = buffer.ref();
+    if (!function_.empty()) d->function = String(function_);
+    d->name = buffer.name();
+    d->kind = AllocationKindName(Is<AllocBuffer>(site.node)
+                                     ? ir::AllocationSite::Kind::kAllocBuffer
+                                     : ir::AllocationSite::Kind::kBlockAllocBuffer);
+    const std::string scope = buffer.scope().empty() ? scope::kGlobal : buffer.scope();
+    d->scope = scope;
+    d->dtype = DTypeToString(buffer.dtype());
+    d->shape = IntsWhereConstant(buffer.shape());
+    if (std::optional<int64_t> bytes = buffer.ConstSizeBytes()) d->nbytes = *bytes;
+    if (std::optional<ObjectRef> size =
+            AllocatedBytesExpr(buffer.shape(), buffer.strides(), buffer.dtype())) {
+      d->size = *size;
+    }
+    d->node = site.node;
+    d->has_device_id = site.has_device_id;
+    d->stock_placement = StockPlacement(site, *d);
     if (!site.device_type) {
-      return With(d, Placement::kStock, "device unknown (no target, no device_type attribute)");
+      return With(d, placement::kStock, "device unknown (no target, no device_type attribute)");
     }
     if (*site.device_type != kDLCPU) {
-      return With(d, Placement::kStock,
+      return With(d, placement::kStock,
                   "device type " + std::to_string(*site.device_type) + " is not the CPU");
     }
     if (IsScalableVector(buffer.dtype())) {
-      return With(d, Placement::kStock, "scalable vector dtype");
+      return With(d, placement::kStock, "scalable vector dtype");
     }
     if (WantsUnlowered(site, scope)) {
-      return With(d, Placement::kUnlowered, "annotated disable_lower_builtin");
+      return With(d, placement::kUnlowered, "annotated disable_lower_builtin");
     }
     if (scope == scope::kGlobalWorkspace) {
-      return With(d, Placement::kWorkspace, "scope \"global.workspace\"");
+      return With(d, placement::kWorkspace, "scope \"global.workspace\"");
     }
     if (scope == scope::kGlobalStack) return ForcedStack(d);
-    if (!d.bytes) {
-      return With(d, Placement::kWorkspace, "size is not a compile-time constant");
+    if (!d->nbytes) {
+      return With(d, placement::kWorkspace, "size is not a compile-time constant");
     }
     if (scope != scope::kGlobal && scope != scope::kLocal) {
-      return With(d, Placement::kWorkspace, "scope \"" + scope + "\" has no stack rule");
+      return With(d, placement::kWorkspace, "scope \"" + scope + "\" has no stack rule");
     }
     int64_t max_bytes = limits_.max_stack_alloca.bytes.value_or(0);
-    if (*d.bytes == 0) return With(d, Placement::kWorkspace, "zero-size allocation");
-    std::string size = std::to_string(*d.bytes) + " bytes";
-    if (*d.bytes <= max_bytes) {
-      return With(d, Placement::kStack, size + " <= " + max_stack_alloca_);
+    if (*d->nbytes == 0) return With(d, placement::kWorkspace, "zero-size allocation");
+    std::string size = std::to_string(*d->nbytes) + " bytes";
+    if (*d->nbytes <= max_bytes) {
+      return With(d, placement::kStack, size + " <= " + max_stack_alloca_);
     }
-    return With(d, Placement::kWorkspace, size + " > " + max_stack_alloca_);
+    return With(d, placement::kWorkspace, size + " > " + max_stack_alloca_);
   }
 
  private:
   /*! \brief TVM's own rule, for comparison: only small constant "global" CPU buffers stack. */
-  static Placement StockPlacement(const AllocationSite& site, const AllocationDecision& d) {
-    if (!site.device_type || *site.device_type != kDLCPU || IsScalableVector(d.buffer.dtype())) {
-      return Placement::kStock;
+  static const char* StockPlacement(const AllocationSite& site, const AllocationDecisionObj& d) {
+    if (!site.device_type || *site.device_type != kDLCPU || IsScalableVector(d.buffer().dtype())) {
+      return placement::kStock;
     }
-    if (WantsUnlowered(site, d.scope)) return Placement::kUnlowered;
-    return StockKeepsOnStack(d.bytes, d.scope) ? Placement::kStack : Placement::kWorkspace;
+    if (WantsUnlowered(site, d.scope)) return placement::kUnlowered;
+    return StockKeepsOnStack(d.nbytes, d.scope) ? placement::kStack : placement::kWorkspace;
   }
 
-  static AllocationDecision With(AllocationDecision d, Placement placement, std::string reason) {
-    d.placement = placement;
-    d.reason = std::move(reason);
+  static AllocationDecision With(AllocationDecision d, const char* placement, std::string reason) {
+    d->placement = placement;
+    d->reason = std::move(reason);
     return d;
   }
 
   AllocationDecision ForcedStack(AllocationDecision d) const {
-    d.forced_stack = true;
-    std::string what = function_ + ": buffer " + Quoted(d.buffer.name()) +
+    d->forced_stack = true;
+    std::string what = function_ + ": buffer " + Quoted(d->name) +
                        " has scope \"global.stack\", which always lives on the stack";
-    if (!d.bytes) {
+    if (!d->nbytes) {
       TVM_FFI_THROW(ValueError) << what << ", but its size is not a compile-time constant (shape "
-                                << ToString(d.buffer.shape()) << ")";
+                                << ToString(d->buffer().shape()) << ")";
     }
     const target::ResolvedLimit& limit = limits_.max_stack_alloca;
     if (limit.bytes.value_or(0) == 0) {
-      TVM_FFI_THROW(ValueError) << what << " (" << *d.bytes << " bytes), but the target forbids "
+      TVM_FFI_THROW(ValueError) << what << " (" << *d->nbytes << " bytes), but the target forbids "
                                 << "stack allocations: " << limit.Describe();
     }
-    return With(d, Placement::kStack, "scope \"global.stack\" (always on the stack)");
+    return With(d, placement::kStack, "scope \"global.stack\" (always on the stack)");
   }
 
   const std::string& function_;
@@ -205,12 +212,12 @@ void ApplyStackBudget(const std::string& function, const StackLimits& limits, Pl
   std::string forced_list;
   std::vector<size_t> movable;
   for (size_t i = 0; i < plan->decisions.size(); ++i) {
-    const AllocationDecision& d = plan->decisions[i];
-    if (d.placement != Placement::kStack) continue;
+    const AllocationDecisionObj& d = *plan->decisions[i];
+    if (d.placement != placement::kStack) continue;
     if (d.forced_stack) {
-      forced += *d.bytes;
-      forced_list += (forced_list.empty() ? "" : ", ") + Quoted(d.buffer.name()) + " " +
-                     std::to_string(*d.bytes);
+      forced += *d.nbytes;
+      forced_list +=
+          (forced_list.empty() ? "" : ", ") + Quoted(d.name) + " " + std::to_string(*d.nbytes);
     } else {
       movable.push_back(i);
     }
@@ -223,16 +230,16 @@ void ApplyStackBudget(const std::string& function, const StackLimits& limits, Pl
   int64_t total = plan->StackBytes();
   // Largest first; among equal sizes the later definition first.
   std::stable_sort(movable.begin(), movable.end(), [&](size_t a, size_t b) {
-    int64_t size_a = *plan->decisions[a].bytes, size_b = *plan->decisions[b].bytes;
+    int64_t size_a = *plan->decisions[a]->nbytes, size_b = *plan->decisions[b]->nbytes;
     return size_a != size_b ? size_a > size_b : a > b;
   });
   for (size_t i : movable) {
     if (total <= *budget.bytes) break;
-    AllocationDecision& d = plan->decisions[i];
+    AllocationDecisionObj& d = *plan->decisions[i];
     d.reason = "moved off the stack: the stack allocations of " + function + " take " +
                std::to_string(total) + " bytes > " + budget.Describe();
-    d.placement = Placement::kWorkspace;
-    total -= *d.bytes;
+    d.placement = placement::kWorkspace;
+    total -= *d.nbytes;
   }
 }
 
@@ -269,8 +276,8 @@ Array<ObjectRef> AllocationPlanFFI(Any func_or_mod, Optional<ObjectRef> target) 
       func_target = own->cast<ObjectRef>();
     }
     StackLimits limits = target::ResolveStackLimits(func_target, pass_context);
-    for (const AllocationDecision& d : PlanAllocationPlacement(func, name, limits).decisions) {
-      out.push_back(ToRecord(name, d));
+    for (AllocationDecision& d : PlanAllocationPlacement(func, name, limits).decisions) {
+      out.push_back(ObjectRef(std::move(d)));
     }
   }
   return out;
@@ -278,52 +285,12 @@ Array<ObjectRef> AllocationPlanFFI(Any func_or_mod, Optional<ObjectRef> target) 
 
 }  // namespace
 
-ObjectRef ToRecord(const std::string& function, const AllocationDecision& d) {
-  ffi::ObjectPtr<AllocationDecisionRecordObj> out = ffi::make_object<AllocationDecisionRecordObj>();
-  if (!function.empty()) out->function = String(function);
-  out->name = d.buffer.name();
-  out->kind =
-      ir::AllocationKindName(Is<AllocBuffer>(d.node) ? ir::AllocationSite::Kind::kAllocBuffer
-                                                     : ir::AllocationSite::Kind::kBlockAllocBuffer);
-  out->scope = d.scope;
-  out->dtype = DTypeToString(d.buffer.dtype());
-  out->shape = IntsWhereConstant(d.buffer.shape());
-  if (d.bytes) out->nbytes = *d.bytes;
-  if (std::optional<ObjectRef> size =
-          AllocatedBytesExpr(d.buffer.shape(), d.buffer.strides(), d.buffer.dtype())) {
-    out->size = *size;
-  }
-  out->placement = PlacementName(d.placement);
-  out->stock_placement = PlacementName(d.stock_placement);
-  out->reason = d.reason;
-  return ObjectRef(out);
-}
-
-const char* PlacementName(Placement placement) {
-  switch (placement) {
-    case Placement::kStack:
-      return "stack";
-    case Placement::kWorkspace:
-      return "workspace";
-    case Placement::kUnlowered:
-      return "unlowered";
-    case Placement::kStock:
-      return "stock";
-  }
-  return "?";
-}
-
 int64_t PlacementPlan::StackBytes() const {
   int64_t total = 0;
   for (const AllocationDecision& d : decisions) {
-    if (d.placement == Placement::kStack) total += *d.bytes;
+    if (d->placement == placement::kStack) total += *d->nbytes;
   }
   return total;
-}
-
-bool PlacementPlan::Any(Placement placement) const {
-  return std::any_of(decisions.begin(), decisions.end(),
-                     [&](const AllocationDecision& d) { return d.placement == placement; });
 }
 
 std::optional<StackLimits> HostFunctionLimits(const PrimFunc& func, const ObjectRef& pass_context) {
@@ -352,29 +319,7 @@ PlacementPlan PlanAllocationPlacement(const PrimFunc& func, const std::string& f
   return plan;
 }
 
-void AllocationDecisionRecordObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  using R = AllocationDecisionRecordObj;
-  refl::ObjectDef<R>()
-      .def_ro("function", &R::function, "The PrimFunc; None when it has no name.")
-      .def_ro("name", &R::name, "The buffer.")
-      .def_ro("kind", &R::kind, "\"alloc_buffer\" or \"block_alloc_buffer\".")
-      .def_ro("scope", &R::scope, "The storage scope as written (\"global\" for TVM's \"\").")
-      .def_ro("dtype", &R::dtype, "The element type.")
-      .def_ro("shape", &R::shape, "Extents: ints, or expressions where symbolic.")
-      .def_ro("nbytes", &R::nbytes, "Bytes (ir::AllocatedBytes); None when not constant.")
-      .def_ro("size", &R::size,
-              "Bytes as an int64 expression of the shape variables (an IntImm when static).")
-      .def_ro("placement", &R::placement,
-              "\"stack\", \"workspace\" (TVMBackendAllocWorkspace), \"unlowered\" "
-              "(disable_lower_builtin) or \"stock\" (not host CPU memory: TVM's rule).")
-      .def_ro("reason", &R::reason, "The rule and the limit that decided it.")
-      .def_ro("stock_placement", &R::stock_placement,
-              "Where TVM's own LowerTVMBuiltin would put the allocation as written.");
-}
-
 TVM_FFI_STATIC_INIT_BLOCK() {
-  AllocationDecisionRecordObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def("tvm_memplan.analysis.allocation_plan", AllocationPlanFFI);
 }
 

@@ -38,23 +38,10 @@
 #include "ir/scopes.h"
 #include "ir/tir.h"
 #include "target/stack_limits.h"
+#include "tir/place_allocations_records.h"
 
 namespace tvm_memplan {
 namespace tir {
-
-enum class Placement {
-  /*! \brief A plain allocation that codegen puts on the stack. */
-  kStack,
-  /*! \brief TVMBackendAllocWorkspace / TVMBackendFreeWorkspace. */
-  kWorkspace,
-  /*! \brief Left as written (`disable_lower_builtin`). */
-  kUnlowered,
-  /*! \brief Not host CPU memory: lowered by TVM's stock rule, untouched by us. */
-  kStock,
-};
-
-/*! \brief "stack", "workspace", "unlowered", "stock". */
-const char* PlacementName(Placement placement);
 
 /*!
  * \brief TVM's own LowerTVMBuiltin keeps a CPU allocation of scope exactly "global" on the stack
@@ -64,60 +51,15 @@ inline constexpr int64_t kStockMaxStackAlloca = 1024;
 
 /*! \brief The one model of TVM's rule: whether its LowerTVMBuiltin keeps a host CPU allocation
  *         of `bytes` (nullopt: not a compile-time constant) in `storage_scope` on the stack. */
-inline bool StockKeepsOnStack(std::optional<int64_t> bytes, const std::string& storage_scope) {
+inline bool StockKeepsOnStack(ffi::Optional<int64_t> bytes, const std::string& storage_scope) {
   return storage_scope == ir::scope::kGlobal && bytes && *bytes > 0 &&
          *bytes < kStockMaxStackAlloca;
 }
-
-struct AllocationDecision {
-  ir::Buffer buffer;
-  /*! \brief The defining AllocBuffer, or the SBlock whose alloc_buffers hold the buffer. */
-  ffi::ObjectRef node;
-  /*! \brief The storage scope as written ("global" for TVM's ""). */
-  std::string scope;
-  /*! \brief Bytes the allocation takes (elements x bytes per element); nullopt when dynamic. */
-  std::optional<int64_t> bytes;
-  Placement placement;
-  /*! \brief Where TVM's own LowerTVMBuiltin would put the allocation as written (for reports). */
-  Placement stock_placement;
-  /*! \brief Why, in words, naming the limit that decided it and where the limit came from. */
-  std::string reason;
-  /*! \brief "global.stack": on the stack whatever the limits, never moved by the budget. */
-  bool forced_stack = false;
-  /*! \brief Whether a `device_id` attribute encloses the allocation. */
-  bool has_device_id = false;
-};
-
-/*! \brief What Python and the report read of an AllocationDecision, reflected as
- *         `tvm_memplan.tir.AllocationDecision`. */
-class AllocationDecisionRecordObj : public ffi::Object {
- public:
-  ffi::Optional<ffi::String> function;
-  ffi::String name;
-  ffi::String kind;
-  ffi::String scope;
-  ffi::String dtype;
-  ffi::Array<ffi::Any> shape;
-  ffi::Optional<int64_t> nbytes;
-  ffi::Optional<ffi::ObjectRef> size;
-  ffi::String placement;
-  ffi::String reason;
-  ffi::String stock_placement;
-
-  static void RegisterReflection();
-  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.AllocationDecision",
-                                    AllocationDecisionRecordObj, ffi::Object);
-};
-
-/*! \brief The record of a decision of PrimFunc `function`. */
-ffi::ObjectRef ToRecord(const std::string& function, const AllocationDecision& decision);
 
 struct PlacementPlan {
   std::vector<AllocationDecision> decisions;
   /*! \brief Bytes of the function's stack placements (the budget counts these). */
   int64_t StackBytes() const;
-  /*! \brief Whether any decision is `placement`. */
-  bool Any(Placement placement) const;
 };
 
 /*!

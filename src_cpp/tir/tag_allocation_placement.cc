@@ -22,24 +22,21 @@ using namespace ir;
 namespace {
 
 /*! \brief The scope that carries `d` through StorageRewrite, or "" when its own scope does. */
-std::string CarrierScope(const AllocationDecision& d) {
+std::string CarrierScope(const AllocationDecisionObj& d) {
   if (!Is<AllocBuffer>(d.node)) return "";
-  switch (d.placement) {
-    case Placement::kWorkspace:
-      // Dynamic sizes always go to the workspace; StorageRewrite also refuses them in tagged
-      // scopes. Other scopes ("shared", ...) keep TVM's meaning.
-      if (!d.bytes || (d.scope != scope::kGlobal && d.scope != scope::kLocal)) return "";
-      return scope::kGlobalWorkspace;
-    case Placement::kUnlowered:
-      // StorageRewrite refuses dynamic sizes in tagged scopes: such a buffer loses its
-      // annotation there, as in TVM's pipeline, and goes to the workspace as TVM's does.
-      if (!d.bytes) return "";
-      return scope::kMemplanUnlowered;
-    case Placement::kStack:
-    case Placement::kStock:
-      return "";
+  if (d.placement == placement::kWorkspace) {
+    // Dynamic sizes always go to the workspace; StorageRewrite also refuses them in tagged
+    // scopes. Other scopes ("shared", ...) keep TVM's meaning.
+    if (!d.nbytes || (d.scope != scope::kGlobal && d.scope != scope::kLocal)) return "";
+    return scope::kGlobalWorkspace;
   }
-  return "";
+  if (d.placement == placement::kUnlowered) {
+    // StorageRewrite refuses dynamic sizes in tagged scopes: such a buffer loses its
+    // annotation there, as in TVM's pipeline, and goes to the workspace as TVM's does.
+    if (!d.nbytes) return "";
+    return scope::kMemplanUnlowered;
+  }
+  return "";  // stack and stock: the scope as written
 }
 
 IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
@@ -58,9 +55,9 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     std::string name = GlobalVarName(global_var);
     std::vector<ScopeChange> changes;
     for (const AllocationDecision& d : PlanAllocationPlacement(*func, name, *limits).decisions) {
-      if (dump.enabled()) records.push_back(ToRecord(name, d));
-      std::string scope = CarrierScope(d);
-      if (!scope.empty() && scope != d.buffer.scope()) changes.emplace_back(d.buffer, scope);
+      if (dump.enabled()) records.push_back(ObjectRef(d));
+      std::string scope = CarrierScope(*d);
+      if (!scope.empty() && scope != d->buffer().scope()) changes.emplace_back(d->buffer(), scope);
     }
     functions.Set(global_var, func->WithBody(ChangeBufferScopes(func->body(), changes)).ref());
   }

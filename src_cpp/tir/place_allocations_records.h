@@ -1,0 +1,82 @@
+/*!
+ * \file tir/place_allocations_records.h
+ * \brief The record of the placement analysis (tir/place_allocations_analysis.h): where one
+ *        allocation lives once lowered, and why. The analysis builds it; LowerTVMBuiltin and
+ *        TagAllocationPlacement read the same objects; Python and the report read its reflected
+ *        fields (`tvm_memplan.analysis.allocation_plan`).
+ *
+ * \code
+ *   B = T.alloc_buffer((257,), "float32")   AllocationDecision: name "B", nbytes 1028,
+ *                                              placement "workspace", stock_placement "stack",
+ *                                              reason "1028 bytes > max_stack_alloca 1024 (...)"
+ * \endcode
+ *
+ * Like every record of tvm-memplan, it is one reflected object: the fields reflection registers
+ * are what every reader sees; the members after them hold the IR the rewrites need and are
+ * C++'s only.
+ */
+#ifndef TVM_MEMPLAN_TIR_PLACE_ALLOCATIONS_RECORDS_H_
+#define TVM_MEMPLAN_TIR_PLACE_ALLOCATIONS_RECORDS_H_
+
+#include "ir/tir.h"
+
+namespace tvm_memplan {
+namespace tir {
+
+/*! \brief Codes of AllocationDecision.placement and .stock_placement. */
+namespace placement {
+/*! \brief A plain allocation that codegen puts on the stack. */
+inline constexpr const char* kStack = "stack";
+/*! \brief TVMBackendAllocWorkspace / TVMBackendFreeWorkspace. */
+inline constexpr const char* kWorkspace = "workspace";
+/*! \brief Left as written (`disable_lower_builtin`). */
+inline constexpr const char* kUnlowered = "unlowered";
+/*! \brief Not host CPU memory: lowered by TVM's stock rule, untouched by us. */
+inline constexpr const char* kStock = "stock";
+}  // namespace placement
+
+/*! \brief Where one allocation lives, reflected as `tvm_memplan.tir.AllocationDecision`. */
+class AllocationDecisionObj : public ffi::Object {
+ public:
+  /*! \brief The PrimFunc's name; None when it has none. */
+  ffi::Optional<ffi::String> function;
+  ffi::String name;
+  /*! \brief "alloc_buffer" or "block_alloc_buffer". */
+  ffi::String kind;
+  /*! \brief The storage scope as written ("global" for TVM's ""). */
+  ffi::String scope;
+  ffi::String dtype;
+  ffi::Array<ffi::Any> shape;
+  /*! \brief Bytes the allocation takes (ir::AllocatedBytes); None when not constant. */
+  ffi::Optional<int64_t> nbytes;
+  /*! \brief The same as an int64 expression of the shape variables (IntImm when static). */
+  ffi::Optional<ffi::ObjectRef> size;
+  /*! \brief A code of namespace `placement`. */
+  ffi::String placement = placement::kStock;
+  /*! \brief Why, in words, naming the limit that decided it and where the limit came from. */
+  ffi::String reason;
+  /*! \brief Where TVM's own LowerTVMBuiltin would put the allocation as written. */
+  ffi::String stock_placement = placement::kStock;
+
+  // C++ only: what the rewrites need.
+  /*! \brief The buffer's variable (ObjectRef, so that Python may build a record: tests do). */
+  ffi::ObjectRef buffer_var;
+  ir::Buffer buffer() const { return ir::Buffer(buffer_var); }
+  /*! \brief The defining AllocBuffer, or the SBlock whose alloc_buffers hold the buffer. */
+  ffi::ObjectRef node;
+  /*! \brief "global.stack": on the stack whatever the limits, never moved by the budget. */
+  bool forced_stack = false;
+  /*! \brief Whether a `device_id` attribute encloses the allocation. */
+  bool has_device_id = false;
+
+  static void RegisterReflection();
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.AllocationDecision", AllocationDecisionObj,
+                                    ffi::Object);
+};
+
+using AllocationDecision = ffi::ObjectPtr<AllocationDecisionObj>;
+
+}  // namespace tir
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_TIR_PLACE_ALLOCATIONS_RECORDS_H_
