@@ -58,20 +58,15 @@ PrimFunc CompactBufferAllocation(const PrimFunc& func, const CompactionOptions& 
   std::unordered_map<const Object*, Replacement> by_new_buffer;
   Rewriter rewriter;
   for (const CompactedRegion& region : regions) {
-    if (!region.rewritten()) continue;
-    auto replace = [&](const Buffer& original, const Buffer& compacted,
-                       const Array<ObjectRef>& offsets) {
+    for (const BufferReplacement& replaced : region->replacements) {
       std::vector<ObjectRef> offset;
-      for (const ObjectRef& o : offsets) {
+      for (const ObjectRef& o : replaced.offset) {
         std::optional<int64_t> c = AsConstInt(o);
         offset.push_back(c && *c == 0 ? ObjectRef() : o);
       }
-      rewriter.RemapVar(original.ref(), compacted.ref());
-      by_new_buffer.emplace(compacted.get(), Replacement{compacted, std::move(offset)});
-    };
-    replace(region.buffer, *region.new_buffer, region.offset);
-    for (size_t i = 0; i < region.views.size(); ++i) {
-      replace(region.views[i], region.new_views[i], region.view_offsets[i]);
+      rewriter.RemapVar(replaced.original.ref(), replaced.compacted.ref());
+      by_new_buffer.emplace(replaced.compacted.get(),
+                            Replacement{replaced.compacted, std::move(offset)});
     }
   }
   if (by_new_buffer.empty()) return func;
@@ -108,7 +103,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                 dump.Write(name + "-input", func.ref());
                 Array<ObjectRef> records;
                 for (const CompactedRegion& r : AnalyzeCompaction(func, options)) {
-                  records.push_back(ToRecord(r));
+                  records.push_back(ObjectRef(r));
                 }
                 dump.Write(name + "-regions", records);
               }

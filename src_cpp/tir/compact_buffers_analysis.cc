@@ -109,7 +109,7 @@ class RegionCollector : public ScopedVisitor {
     std::vector<CompactedRegion> out;
     for (TrackedAllocation& t : tracked_) {
       if (!t.result) Finalize(&t);
-      out.push_back(std::move(*t.result));
+      out.push_back(std::move(t.result));
     }
     return out;
   }
@@ -543,58 +543,6 @@ class RegionCollector : public ScopedVisitor {
 
 }  // namespace
 
-ObjectRef ToRecord(const CompactedRegion& r) {
-  ffi::ObjectPtr<CompactedRegionRecordObj> out = ffi::make_object<CompactedRegionRecordObj>();
-  const Buffer& buffer = r.buffer;
-  out->name = buffer.name();
-  out->kind = r.kind;
-  out->dtype = DTypeToString(buffer.dtype());
-  out->original_shape = IntsWhereConstant(buffer.shape());
-  out->original_strides = IntsWhereConstant(buffer.strides());
-  out->shape = IntsWhereConstant(r.shape);
-  out->offset = IntsWhereConstant(r.offset);
-  out->strides = IntsWhereConstant(r.strides);
-  for (const Buffer& v : r.views) out->views.push_back(String(v.name()));
-  if (!r.reason.empty()) out->reason = String(r.reason);
-  for (const std::string& n : r.notes) out->notes.push_back(String(n));
-  if (std::optional<int64_t> bytes = buffer.ConstSizeBytes()) out->original_bytes = *bytes;
-  if (std::optional<int64_t> bytes = AllocatedBytes(r.shape, r.strides, buffer.dtype())) {
-    out->compacted_bytes = *bytes;
-  }
-  if (std::optional<ObjectRef> size =
-          AllocatedBytesExpr(buffer.shape(), buffer.strides(), buffer.dtype())) {
-    out->original_size = *size;
-  }
-  if (std::optional<ObjectRef> size = AllocatedBytesExpr(r.shape, r.strides, buffer.dtype())) {
-    out->compacted_size = *size;
-  }
-  return ObjectRef(out);
-}
-
-void CompactedRegionRecordObj::RegisterReflection() {
-  namespace refl = tvm::ffi::reflection;
-  using R = CompactedRegionRecordObj;
-  refl::ObjectDef<R>()
-      .def_ro("name", &R::name, "The allocated buffer.")
-      .def_ro("kind", &R::kind, "\"alloc_buffer\" or \"block_alloc_buffer\".")
-      .def_ro("dtype", &R::dtype, "The element type.")
-      .def_ro("original_shape", &R::original_shape, "The shape as allocated.")
-      .def_ro("shape", &R::shape, "The compacted shape (the original when kept whole).")
-      .def_ro("offset", &R::offset, "What the rewrite subtracts from each index.")
-      .def_ro("original_strides", &R::original_strides, "Strides as allocated (empty: row-major).")
-      .def_ro("strides", &R::strides, "Strides after compaction (buffer_dim_align).")
-      .def_ro("views", &R::views, "The decl_buffer views compacted with the buffer.")
-      .def_ro("reason", &R::reason, "Why the buffer stays as it is; None when compacted.")
-      .def_ro("notes", &R::notes, "Dimensions kept at their extent although others compact.")
-      .def_ro("original_bytes", &R::original_bytes,
-              "Bytes as allocated (ir::AllocatedBytes); None when symbolic.")
-      .def_ro("compacted_bytes", &R::compacted_bytes, "Bytes after compaction; None when symbolic.")
-      .def_ro("original_size", &R::original_size,
-              "Bytes as allocated, as an int64 expression of the shape variables.")
-      .def_ro("compacted_size", &R::compacted_size,
-              "Bytes after compaction, as an int64 expression of the shape variables.");
-}
-
 std::vector<CompactedRegion> AnalyzeCompaction(const PrimFunc& func,
                                                const CompactionOptions& options) {
   Analyzer analyzer;
@@ -603,22 +551,12 @@ std::vector<CompactedRegion> AnalyzeCompaction(const PrimFunc& func,
   return collector.Results();
 }
 
-void CompactionOptionsObj::RegisterReflection() {
-  OptionsDef<CompactionOptionsObj>().Option(
-      "is_strict", &CompactionOptionsObj::is_strict,
-      "Never let a compacted extent exceed the original one (True), or size each dimension "
-      "exactly to what the accesses cover, which may be larger (False).");
-}
-
 TVM_FFI_STATIC_INIT_BLOCK() {
-  CompactionOptionsObj::RegisterReflection();
-  CompactedRegionRecordObj::RegisterReflection();
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.analysis.compacted_regions", [](ObjectRef func, CompactionOptions options) {
         Array<ObjectRef> out;
-        for (const CompactedRegion& r :
-             AnalyzeCompaction(PrimFunc(func, "compacted_regions"), options)) {
-          out.push_back(ToRecord(r));
+        for (CompactedRegion& r : AnalyzeCompaction(PrimFunc(func, "compacted_regions"), options)) {
+          out.push_back(ObjectRef(std::move(r)));
         }
         return out;
       });

@@ -22,14 +22,13 @@ namespace {
 class Finalizer {
  public:
   Finalizer(const TrackedAllocation& t, const FinalizeScope& scope)
-      : t_(t), scope_(scope), analyzer_(scope.analyzer), result_(t.site.buffer) {}
+      : t_(t), scope_(scope), analyzer_(scope.analyzer) {}
 
   CompactedRegion Run() {
     const Buffer& buffer = t_.site.buffer;
-    CompactedRegion& r = result_;
-    r.kind = AllocationKindName(t_.site.kind);
-    r.views = t_.views;
-    r.views.insert(r.views.end(), t_.flat_views.begin(), t_.flat_views.end());
+    std::vector<Buffer> views = t_.views;
+    views.insert(views.end(), t_.flat_views.begin(), t_.flat_views.end());
+    Describe(views);
     Array<ObjectRef> shape = buffer.shape();
     if (!t_.give_up.empty()) return Unchanged(t_.give_up);
     Array<ObjectRef> new_shape, offset;
@@ -52,10 +51,11 @@ class Finalizer {
         ffi::StructuralEqual::Equal(strides, buffer.strides())) {
       return Unchanged(t_.accessed ? "the accesses cover the whole buffer" : "it is not accessed");
     }
-    r.new_buffer = buffer.WithShape(new_shape, strides);
-    if (!r.new_buffer) return Unchanged("it has a layout other than the default row-major one");
-    for (size_t v = 0; v < r.views.size(); ++v) {
-      const Buffer& view = r.views[v];
+    std::optional<Buffer> new_buffer = buffer.WithShape(new_shape, strides);
+    if (!new_buffer) return Unchanged("it has a layout other than the default row-major one");
+    std::vector<BufferReplacement> replacements{{buffer, *new_buffer, offset}};
+    for (size_t v = 0; v < views.size(); ++v) {
+      const Buffer& view = views[v];
       bool is_flat = v >= t_.views.size();  // the flat views come last
       std::optional<Buffer> new_view;
       Array<ObjectRef> view_offset = offset;
@@ -67,29 +67,52 @@ class Finalizer {
         new_view = view.WithShape({Mul(new_shape[0], row)});
         view_offset = {Mul(offset[0], IntConst(offset[0], t_.row_size))};
       }
-      if (!new_view) {
-        r.new_buffer.reset();
-        r.new_views.clear();
-        r.view_offsets.clear();
-        return Unchanged("view `" + view.name() + "` cannot follow the new layout");
-      }
-      r.new_views.push_back(*new_view);
-      r.view_offsets.push_back(view_offset);
+      if (!new_view) return Unchanged("view `" + view.name() + "` cannot follow the new layout");
+      replacements.push_back({view, *new_view, view_offset});
     }
-    r.shape = new_shape;
-    r.offset = offset;
-    r.strides = strides;
-    return std::move(result_);
+    result_->replacements = std::move(replacements);
+    return Compacted(new_shape, offset, strides);
   }
 
  private:
-  CompactedRegion Unchanged(const std::string& reason) {
-    result_.reason = reason;
-    result_.shape = t_.site.buffer.shape();
-    result_.strides = t_.site.buffer.strides();
-    result_.offset.clear();
-    for (const ObjectRef& extent : result_.shape) result_.offset.push_back(IntConst(extent, 0));
+  /*! \brief The record's fields that hold whatever is decided. */
+  void Describe(const std::vector<Buffer>& views) {
+    const Buffer& buffer = t_.site.buffer;
+    result_->name = buffer.name();
+    result_->kind = AllocationKindName(t_.site.kind);
+    result_->dtype = DTypeToString(buffer.dtype());
+    result_->original_shape = IntsWhereConstant(buffer.shape());
+    result_->original_strides = IntsWhereConstant(buffer.strides());
+    for (const Buffer& view : views) result_->views.push_back(String(view.name()));
+    if (std::optional<int64_t> bytes = buffer.ConstSizeBytes()) result_->original_bytes = *bytes;
+    if (std::optional<ObjectRef> size =
+            AllocatedBytesExpr(buffer.shape(), buffer.strides(), buffer.dtype())) {
+      result_->original_size = *size;
+    }
+  }
+
+  /*! \brief The record with the layout it ends with. */
+  CompactedRegion Compacted(const Array<ObjectRef>& shape, const Array<ObjectRef>& offset,
+                            const Array<ObjectRef>& strides) {
+    DLDataType dtype = t_.site.buffer.dtype();
+    result_->shape = IntsWhereConstant(shape);
+    result_->offset = IntsWhereConstant(offset);
+    result_->strides = IntsWhereConstant(strides);
+    if (std::optional<int64_t> bytes = AllocatedBytes(shape, strides, dtype)) {
+      result_->compacted_bytes = *bytes;
+    }
+    if (std::optional<ObjectRef> size = AllocatedBytesExpr(shape, strides, dtype)) {
+      result_->compacted_size = *size;
+    }
     return std::move(result_);
+  }
+
+  CompactedRegion Unchanged(const std::string& reason) {
+    result_->reason = String(reason);
+    result_->replacements.clear();
+    Array<ObjectRef> zeros;
+    for (const ObjectRef& extent : t_.site.buffer.shape()) zeros.push_back(IntConst(extent, 0));
+    return Compacted(t_.site.buffer.shape(), zeros, t_.site.buffer.strides());
   }
 
   static bool SameExtent(const ObjectRef& a, const ObjectRef& b) {
@@ -104,7 +127,7 @@ class Finalizer {
     const CompactionOptions& options = scope_.options;
     DLDataType dtype = dim.has_dtype ? dim.index_dtype : DTypeOf(extent);
     auto full = [&](const std::string& why) {
-      result_.notes.push_back("dim " + std::to_string(d) + " keeps its extent: " + why);
+      result_->notes.push_back(String("dim " + std::to_string(d) + " keeps its extent: " + why));
       return std::make_pair(IntConst(dtype, 0), extent);
     };
     if (!dim.unknown.empty()) return full(dim.unknown);
@@ -307,7 +330,7 @@ class Finalizer {
   const TrackedAllocation& t_;
   const FinalizeScope& scope_;
   Analyzer* analyzer_;
-  CompactedRegion result_;
+  CompactedRegion result_ = ffi::make_object<CompactedRegionObj>();
 };
 
 }  // namespace

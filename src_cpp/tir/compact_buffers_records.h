@@ -1,11 +1,15 @@
 /*!
  * \file tir/compact_buffers_records.h
  * \brief The records of CompactBufferAllocation: its options, its decision per allocation
- *        (CompactedRegion, reflected as CompactedRegionRecord), and what the region analysis
- *        keeps per allocation while it walks a function: the collector
- *        (compact_buffers_analysis.cc) fills these records, the relaxation
- *        (region_relaxation.h) turns each access into bounds, and the finalization
- *        (compact_buffers_finalize.h) turns a record into a CompactedRegion.
+ *        (CompactedRegion), and what the region analysis keeps per allocation while it walks a
+ *        function (TrackedAllocation): the collector (compact_buffers_analysis.cc) fills the
+ *        tracked allocations, the relaxation (region_relaxation.h) turns each access into
+ *        bounds, and the finalization (compact_buffers_finalize.h) turns a tracked allocation
+ *        into its CompactedRegion, which the rewrite (compact_buffers.h) and Python read.
+ *
+ * Like every record of tvm-memplan, a CompactedRegion is one reflected object: the fields
+ * reflection registers are what every reader sees; the members after them hold the IR the
+ * rewrite needs and are C++'s only.
  *
  * \code
  *   B = T.alloc_buffer((64, 32))           TrackedAllocation of B:
@@ -51,52 +55,36 @@ class CompactionOptions : public ffi::ObjectRef {
   TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(CompactionOptions, ObjectRef, CompactionOptionsObj);
 };
 
-/*! \brief The analysis result for one allocated buffer. */
-struct CompactedRegion {
-  explicit CompactedRegion(ir::Buffer buffer) : buffer(std::move(buffer)) {}
-
-  /*! \brief The allocated buffer (as found in the function). */
-  ir::Buffer buffer;
-  /*! \brief "alloc_buffer" (flat) or "block_alloc_buffer" (an SBlock's alloc_buffers). */
-  std::string kind;
-  /*! \brief The compacted shape; equal to the original shape when unchanged. */
-  ffi::Array<ffi::ObjectRef> shape;
-  /*! \brief Per dimension, what the rewrite subtracts from every index. */
+/*! \brief A buffer the rewrite replaces, and what it subtracts from each of its indices. */
+struct BufferReplacement {
+  ir::Buffer original, compacted;
   ffi::Array<ffi::ObjectRef> offset;
+};
+
+/*! \brief The decision for one allocated buffer, reflected as `tvm_memplan.tir.CompactedRegion`.
+ *         Shapes, offsets and strides are integers where constant, expressions where not. */
+class CompactedRegionObj : public ffi::Object {
+ public:
+  ffi::String name;
+  /*! \brief "alloc_buffer" (flat) or "block_alloc_buffer" (an SBlock's alloc_buffers). */
+  ffi::String kind;
+  ffi::String dtype;
+  ffi::Array<ffi::Any> original_shape;
+  /*! \brief The compacted shape; the original shape when unchanged. */
+  ffi::Array<ffi::Any> shape;
+  /*! \brief Per dimension, what the rewrite subtracts from every index (zeros when unchanged). */
+  ffi::Array<ffi::Any> offset;
+  ffi::Array<ffi::Any> original_strides;
   /*! \brief Strides from `buffer_dim_align` annotations; empty for row-major. */
-  ffi::Array<ffi::ObjectRef> strides;
+  ffi::Array<ffi::Any> strides;
   /*!
    * \brief Views (`decl_buffer(data=buffer.data)`) compacted with it: same element layout, or
    *        one-dimensional views of the whole buffer (then only the outermost dimension shrinks).
    */
-  std::vector<ir::Buffer> views;
-  /*! \brief The buffer that replaces it (and its views, in order), when it is rewritten. */
-  std::optional<ir::Buffer> new_buffer;
-  std::vector<ir::Buffer> new_views;
-  /*! \brief Per view, what the rewrite subtracts from its indices. */
-  std::vector<ffi::Array<ffi::ObjectRef>> view_offsets;
-  /*! \brief Why the buffer stays as it is; empty when it is rewritten. */
-  std::string reason;
-  /*! \brief Notes on dimensions kept at their original extent although the rest compacts. */
-  std::vector<std::string> notes;
-
-  bool rewritten() const { return reason.empty(); }
-};
-
-/*! \brief What Python, the report and the tests read of a CompactedRegion, reflected as
- *         `tvm_memplan.tir.CompactedRegion`. */
-class CompactedRegionRecordObj : public ffi::Object {
- public:
-  ffi::String name;
-  ffi::String kind;
-  ffi::String dtype;
-  ffi::Array<ffi::Any> original_shape;
-  ffi::Array<ffi::Any> shape;
-  ffi::Array<ffi::Any> offset;
-  ffi::Array<ffi::Any> original_strides;
-  ffi::Array<ffi::Any> strides;
   ffi::Array<ffi::String> views;
+  /*! \brief Why the buffer stays as it is; None when it is rewritten. */
   ffi::Optional<ffi::String> reason;
+  /*! \brief Notes on dimensions kept at their original extent although the rest compacts. */
   ffi::Array<ffi::String> notes;
   /*! \brief ir::AllocatedBytes before and after; None when symbolic. */
   ffi::Optional<int64_t> original_bytes;
@@ -105,13 +93,18 @@ class CompactedRegionRecordObj : public ffi::Object {
   ffi::Optional<ffi::ObjectRef> original_size;
   ffi::Optional<ffi::ObjectRef> compacted_size;
 
+  // C++ only: what the rewrite needs.
+  /*! \brief The buffer, then each of its views, as rewritten; empty when the buffer stays. */
+  std::vector<BufferReplacement> replacements;
+
+  bool rewritten() const { return !reason.has_value(); }
+
   static void RegisterReflection();
-  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.CompactedRegion", CompactedRegionRecordObj,
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.CompactedRegion", CompactedRegionObj,
                                     ffi::Object);
 };
 
-/*! \brief The record of `region`. */
-ffi::ObjectRef ToRecord(const CompactedRegion& region);
+using CompactedRegion = ffi::ObjectPtr<CompactedRegionObj>;
 
 /*! \brief A bound: an affine form when we have one, otherwise an expression. */
 struct Bound {
@@ -177,7 +170,7 @@ struct TrackedAllocation {
   /*! \brief Where the scope starts in the collector's log of written buffers. */
   size_t writes_begin = 0;
   /*! \brief Set once the allocation's scope ends. */
-  std::optional<CompactedRegion> result;
+  CompactedRegion result;
 };
 
 }  // namespace tir

@@ -80,7 +80,7 @@ def total_bytes(allocations: list[Allocation]) -> int | None:
 @tvm_ffi.register_object("tvm_memplan.relax.InplaceCandidate")
 class InplaceCandidate(tvm_ffi.Object):
     """The in-place decision for one binding whose value is a call (fields and docs from
-    ``src_cpp/relax/inplace_analysis.h``): ``inplace`` tells whether DataflowUseInplaceCalls
+    ``src_cpp/relax/inplace_records.h``): ``inplace`` tells whether DataflowUseInplaceCalls
     rewrites it, ``arg_index`` and ``arg`` which argument receives the result, ``reason``
     why, or why not."""
 
@@ -121,7 +121,7 @@ def prim_func_inplace_refusal(func: tvm.tirx.PrimFunc, inputs: int | list[int]) 
 @tvm_ffi.register_object("tvm_memplan.tir.CompactedRegion")
 class CompactedRegion(tvm_ffi.Object):
     """What CompactBufferAllocation does to one allocated buffer (fields and docs from
-    ``src_cpp/tir/compact_buffers_analysis.h``): ``shape`` is the compacted shape and ``offset``
+    ``src_cpp/tir/compact_buffers_records.h``): ``shape`` is the compacted shape and ``offset``
     what is subtracted from each index (the original shape and zeros when the buffer stays, and
     ``reason`` says why); bytes before and after are counted as everywhere else
     (``ir::AllocatedBytes``)."""

@@ -17,7 +17,7 @@ __all__ = ["AllocationDecision", "allocation_plan", "placement_counts"]
 @tvm_ffi.register_object("tvm_memplan.tir.AllocationDecision")
 class AllocationDecision(tvm_ffi.Object):
     """Where one allocation lives once lowered, and why (fields and docs from
-    ``src_cpp/tir/place_allocations_analysis.h``): ``placement`` is ``"stack"``,
+    ``src_cpp/tir/place_allocations_records.h``): ``placement`` is ``"stack"``,
     ``"workspace"``, ``"unlowered"`` or ``"stock"``; ``reason`` names the rule and the limit
     that decided it; ``stock_placement`` is where TVM's own LowerTVMBuiltin would put it."""
 

@@ -1,5 +1,5 @@
 """Where every tensor of a Relax function lives once planned, by tvm-memplan's planner and by
-TVM's: records of the C++ analysis (``src_cpp/relax/memory_plan_analysis.h``), whose fields,
+TVM's: records of the C++ analysis (``src_cpp/relax/memory_plan_records.h``), whose fields,
 docs and types come from C++."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from . import _ffi_api
 @tvm_ffi.register_object("tvm_memplan.tir.CompactionOptions")
 class CompactionOptions(tvm_ffi.Object):
     """Options of CompactBufferAllocation; fields, docs and defaults come from the C++ core
-    (``src_cpp/tir/compact_buffers_analysis.h``)."""
+    (``src_cpp/tir/compact_buffers_records.h``)."""
 
 
 @takes_options(CompactionOptions, positional=True)

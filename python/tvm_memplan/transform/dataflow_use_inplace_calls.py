@@ -17,7 +17,7 @@ from . import _ffi_api
 @tvm_ffi.register_object("tvm_memplan.relax.InplaceOptions")
 class InplaceOptions(tvm_ffi.Object):
     """Options of DataflowUseInplaceCalls, declared once in the C++ core
-    (``src_cpp/relax/inplace_analysis.h``): names, docs and defaults."""
+    (``src_cpp/relax/inplace_records.h``): names, docs and defaults."""
 
 
 @takes_options(InplaceOptions)
