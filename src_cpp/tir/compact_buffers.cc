@@ -21,26 +21,25 @@ using namespace ir;
 
 namespace {
 
-/*! \brief The compacted buffer that replaces an original (allocation or view). */
-struct Replacement {
-  Buffer buffer;
-  /*! \brief Per dimension the offset to subtract; undefined where it is zero. */
-  std::vector<ObjectRef> offset;
-};
+/*! \brief Whether dimension `d` of `r` moves: an offset that is not a constant 0. */
+bool Shifted(const BufferReplacement& r, size_t d) {
+  if (d >= r.offset.size()) return false;
+  std::optional<int64_t> c = AsConstInt(r.offset[d]);
+  return !(c && *c == 0);
+}
 
-Array<ObjectRef> ShiftIndices(const Array<ObjectRef>& indices, const Replacement& r) {
+Array<ObjectRef> ShiftIndices(const Array<ObjectRef>& indices, const BufferReplacement& r) {
   Array<ObjectRef> out;
   for (size_t d = 0; d < indices.size(); ++d) {
-    out.push_back(d < r.offset.size() && r.offset[d].defined() ? Sub(indices[d], r.offset[d])
-                                                               : indices[d]);
+    out.push_back(Shifted(r, d) ? Sub(indices[d], r.offset[d]) : indices[d]);
   }
   return out;
 }
 
-Array<ObjectRef> ShiftRegion(const Array<ObjectRef>& region, const Replacement& r) {
+Array<ObjectRef> ShiftRegion(const Array<ObjectRef>& region, const BufferReplacement& r) {
   Array<ObjectRef> out;
   for (size_t d = 0; d < region.size(); ++d) {
-    if (d < r.offset.size() && r.offset[d].defined()) {
+    if (Shifted(r, d)) {
       Range range(region[d], "BufferRegion.region");
       out.push_back(MakeRange(Sub(range.min(), r.offset[d]), range.extent()));
     } else {
@@ -55,37 +54,31 @@ Array<ObjectRef> ShiftRegion(const Array<ObjectRef>& region, const Replacement& 
 PrimFunc CompactBufferAllocation(const PrimFunc& func, const CompactionOptions& options) {
   std::vector<CompactedRegion> regions = AnalyzeCompaction(func, options);
   // Keyed by the new buffer var: hooks see nodes after their vars were remapped.
-  std::unordered_map<const Object*, Replacement> by_new_buffer;
+  std::unordered_map<const Object*, const BufferReplacement*> by_new_buffer;
   Rewriter rewriter;
   for (const CompactedRegion& region : regions) {
     for (const BufferReplacement& replaced : region->replacements) {
-      std::vector<ObjectRef> offset;
-      for (const ObjectRef& o : replaced.offset) {
-        std::optional<int64_t> c = AsConstInt(o);
-        offset.push_back(c && *c == 0 ? ObjectRef() : o);
-      }
       rewriter.RemapVar(replaced.original.ref(), replaced.compacted.ref());
-      by_new_buffer.emplace(replaced.compacted.get(),
-                            Replacement{replaced.compacted, std::move(offset)});
+      by_new_buffer.emplace(replaced.compacted.get(), &replaced);
     }
   }
   if (by_new_buffer.empty()) return func;
-  auto find = [&](const Buffer& buffer) -> const Replacement* {
+  auto find = [&](const Buffer& buffer) -> const BufferReplacement* {
     auto it = by_new_buffer.find(buffer.get());
-    return it == by_new_buffer.end() ? nullptr : &it->second;
+    return it == by_new_buffer.end() ? nullptr : it->second;
   };
   rewriter.PostOrder<BufferStore>([&](const BufferStore& store) -> ObjectRef {
-    const Replacement* r = find(store.buffer());
+    const BufferReplacement* r = find(store.buffer());
     return r ? store.WithAccess(store.buffer(), ShiftIndices(store.indices(), *r)).ref()
              : store.ref();
   });
   rewriter.PostOrder<BufferLoad>([&](const BufferLoad& load) -> ObjectRef {
-    const Replacement* r = find(load.buffer());
+    const BufferReplacement* r = find(load.buffer());
     return r ? load.WithAccess(load.buffer(), ShiftIndices(load.indices(), *r)).ref() : load.ref();
   });
   // Block read/write regions and match_buffer sources.
   rewriter.PostOrder<BufferRegion>([&](const BufferRegion& region) -> ObjectRef {
-    const Replacement* r = find(region.buffer());
+    const BufferReplacement* r = find(region.buffer());
     return r ? region.WithRegion(ShiftRegion(region.region(), *r)).ref() : region.ref();
   });
   return PrimFunc(rewriter(func));

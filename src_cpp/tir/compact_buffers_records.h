@@ -97,8 +97,6 @@ class CompactedRegionObj : public ffi::Object {
   /*! \brief The buffer, then each of its views, as rewritten; empty when the buffer stays. */
   std::vector<BufferReplacement> replacements;
 
-  bool rewritten() const { return !reason.has_value(); }
-
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.tir.CompactedRegion", CompactedRegionObj,
                                     ffi::Object);
