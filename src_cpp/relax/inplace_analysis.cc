@@ -12,7 +12,6 @@
 #include <unordered_set>
 
 #include "ir/analyzer.h"
-#include "ir/options.h"
 #include "relax/inplace_prim_func.h"
 #include "relax/memory_plan_model.h"
 #include "relax/storage_flow.h"

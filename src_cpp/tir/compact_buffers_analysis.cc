@@ -4,7 +4,7 @@
  *        records every access, view, alias and write of every allocated buffer. Each access is
  *        relaxed as it arrives (region_relaxation.h) and merged per buffer and dimension, so a
  *        buffer read and written at the same index costs one entry; where the allocation's
- *        scope ends, its record is finalized (compact_buffers_finalize.h).
+ *        scope ends, it is finalized into its CompactedRegion (compact_buffers_finalize.h).
  */
 #include "tir/compact_buffers_analysis.h"
 
@@ -17,7 +17,6 @@
 #include <utility>
 
 #include "ir/analyzer.h"
-#include "ir/options.h"
 #include "ir/scopes.h"
 #include "ir/visitor.h"
 #include "tir/affine_bounds.h"

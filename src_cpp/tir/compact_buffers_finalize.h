@@ -23,7 +23,7 @@
 namespace tvm_memplan {
 namespace tir {
 
-/*! \brief What finalization reads besides the record. */
+/*! \brief What finalization reads besides the tracked allocation. */
 struct FinalizeScope {
   CompactionOptions options;
   /*! \brief The loops enclosing the allocation, none relaxed. */

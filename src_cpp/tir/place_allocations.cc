@@ -261,8 +261,9 @@ IRModule Run(const IRModule& mod, const ObjectRef& pass_context) {
     expect.plan = PlanAllocationPlacement(*func, expect.function, *limits);
     expect.unlowered_needs_global_scope = limits->unlowered_needs_global_scope;
     if (dump.enabled()) {
-      for (const AllocationDecision& d : expect.plan.decisions)
+      for (const AllocationDecision& d : expect.plan.decisions) {
         plan_records.push_back(ObjectRef(d));
+      }
     }
     prepared.Set(global_var, Prepare(*func, &expect).ref());
   }

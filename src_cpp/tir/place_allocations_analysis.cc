@@ -116,7 +116,7 @@ class Decider {
   AllocationDecision Decide(const AllocationSite& site) const {
     const Buffer& buffer = site.buffer;
     AllocationDecision d = ffi::make_object<AllocationDecisionObj>();
-    d->buffer_var = buffer.ref();
+    d->buffer_node = buffer.ref();
     if (!function_.empty()) d->function = String(function_);
     d->name = buffer.name();
     d->kind = AllocationKindName(Is<AllocBuffer>(site.node)

@@ -50,7 +50,7 @@ namespace tir {
 inline constexpr int64_t kStockMaxStackAlloca = 1024;
 
 /*! \brief The one model of TVM's rule: whether its LowerTVMBuiltin keeps a host CPU allocation
- *         of `bytes` (nullopt: not a compile-time constant) in `storage_scope` on the stack. */
+ *         of `bytes` (None: not a compile-time constant) in `storage_scope` on the stack. */
 inline bool StockKeepsOnStack(ffi::Optional<int64_t> bytes, const std::string& storage_scope) {
   return storage_scope == ir::scope::kGlobal && bytes && *bytes > 0 &&
          *bytes < kStockMaxStackAlloca;

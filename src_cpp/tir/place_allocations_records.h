@@ -59,9 +59,11 @@ class AllocationDecisionObj : public ffi::Object {
   ffi::String stock_placement = placement::kStock;
 
   // C++ only: what the rewrites need.
-  /*! \brief The buffer's variable (ObjectRef, so that Python may build a record: tests do). */
-  ffi::ObjectRef buffer_var;
-  ir::Buffer buffer() const { return ir::Buffer(buffer_var); }
+  /*! \brief The buffer (in TVM 0.27 a buffer is a variable of buffer type). Held as an
+   *         ObjectRef, not an ir::Buffer, which has no empty value: reflection then gives the
+   *         record a constructor from keywords, by which the report's tests build records. */
+  ffi::ObjectRef buffer_node;
+  ir::Buffer buffer() const { return ir::Buffer(buffer_node); }
   /*! \brief The defining AllocBuffer, or the SBlock whose alloc_buffers hold the buffer. */
   ffi::ObjectRef node;
   /*! \brief "global.stack": on the stack whatever the limits, never moved by the budget. */

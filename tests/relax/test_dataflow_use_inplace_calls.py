@@ -926,6 +926,8 @@ class TestKeepsRewritesThatRaisePlannedMemory(InplaceCase):
         decisions = {c.binding: c for c in inplace_candidates(MemoryRaise["main"])}
         assert not decisions["v3"].inplace
         assert "would raise the memory StaticPlanBlockMemory plans" in decisions["v3"].reason
+        # Refused after it was found safe: nothing of the in-place decision is left.
+        assert (decisions["v3"].arg_index, decisions["v3"].arg) == (None, None)
         unaware = inplace_candidates(MemoryRaise["main"], memory_aware=False)
         assert {c.binding for c in unaware if c.inplace} == {"v3", "v5"}
 
