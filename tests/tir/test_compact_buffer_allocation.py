@@ -44,6 +44,17 @@ def _assert_equal(actual, expected, before):
         raise ValueError(f"compaction result differs:\n{script}") from err
 
 
+def _skipped(check, reason: str):
+    """`check` marked skipped with `reason`: a function of its own per case, since a mark applied
+    to the shared one would mark every case."""
+
+    def test(self):
+        check(self)
+
+    test.__name__ = check.__name__
+    return pytest.mark.skip(reason=reason)(test)
+
+
 class BaseCompactTest(CompareBeforeAfter):
     """Subclasses set `before` and `expected` (a PrimFunc, or an exception class); both are
     simplified before they are compared."""
@@ -52,6 +63,9 @@ class BaseCompactTest(CompareBeforeAfter):
     #: Why the case cannot run on the CPU here (its IR is checked, not its results); every case
     #: that does not run says why, and shows as skipped.
     not_run: str | None = None
+    #: Other checks of the base class that do not apply to the case, each with the reason; they
+    #: show as skipped with it.
+    checks_not_run: dict[str, str] = {}
     stock_rejects = False
     #: Why this case keeps more bytes than the stock pass on purpose (stock compacts what it
     #: cannot prove safe to compact, or sizes it wrongly).
@@ -59,16 +73,13 @@ class BaseCompactTest(CompareBeforeAfter):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # A check that cannot apply to a case is not collected for it (rather than skipped).
+        not_run = dict(cls.__dict__.get("checks_not_run", {}))
         if not _has_blocks(cls.before):
-            cls.test_lowering_commutes = None  # flat TIR: there are no blocks to lower
+            not_run.setdefault("test_lowering_commutes", "flat TIR: there are no blocks to lower")
         if cls.__dict__.get("not_run"):
-            # A function of its own per case: a mark applied to the shared one would mark all.
-            def test_same_results(self):
-                BaseCompactTest.test_same_results(self)
-
-            reason = f"not run on the CPU: {cls.not_run}"
-            cls.test_same_results = pytest.mark.skip(reason=reason)(test_same_results)
+            not_run["test_same_results"] = f"not run on the CPU: {cls.not_run}"
+        for name, reason in not_run.items():
+            setattr(cls, name, _skipped(getattr(BaseCompactTest, name), reason))
 
     def compact(self, func):
         return _apply(CompactBufferAllocation(is_strict=self.is_strict), func)
@@ -1042,8 +1053,10 @@ class TestOpaqueAccessInABlockFollowsItsAnnotation(BaseCompactTest):
                     T.evaluate(T.call_extern("int32", "consume", B.data, C.data))
 
     not_run = "the extern does not exist"
-    # Lowering drops the T.reads this relies on; the lowered form keeps B whole (next test).
-    test_lowering_commutes = None
+    checks_not_run = {
+        "test_lowering_commutes": "lowering drops the T.reads this relies on; the lowered form "
+        "keeps B whole (next test)"
+    }
 
 
 class TestOpaqueAccessAfterLoweringKeepsTheBuffer(BaseCompactTest):
@@ -1076,7 +1089,7 @@ class TestOpaqueAccessOutsideItsBlocksAnnotationKeepsTheBuffer(BaseCompactTest):
 
     expected = before
     not_run = "the extern `consume` does not exist"
-    test_lowering_commutes = None  # as above: lowering drops the annotations
+    checks_not_run = {"test_lowering_commutes": "lowering drops the T.reads this relies on"}
 
 
 # ---- 6. annotations ---------------------------------------------------------------------------
@@ -1531,8 +1544,10 @@ class TestNonStrictCoversEveryAccess(BaseCompactTest):
         _, c = testing.run_prim_func(after, [a, np.zeros(32, "float32")])
         np.testing.assert_array_equal(c[:20], a[:20])
 
-    # Non-strict compaction may exceed the original by design (the stock pass's too).
-    test_not_larger_than_stock = None
+    checks_not_run = {
+        "test_not_larger_than_stock": "non-strict compaction may exceed the original by design "
+        "(the stock pass's too)"
+    }
 
 
 # ---- 9. never crash ---------------------------------------------------------------------------
@@ -1697,7 +1712,7 @@ class TestReductionBlockWithIterVars(BaseCompactTest):
 
     stock_rejects = True
 
-    test_lowering_commutes = None  # LowerOpaqueBlock needs opaque blocks
+    checks_not_run = {"test_lowering_commutes": "LowerOpaqueBlock needs opaque blocks"}
 
 
 class TestNonOpaqueBlockCannotUseAnOuterLoopOffset(BaseCompactTest):
@@ -1724,7 +1739,7 @@ class TestNonOpaqueBlockCannotUseAnOuterLoopOffset(BaseCompactTest):
     expected = before
     stock_rejects = True
 
-    test_lowering_commutes = None  # LowerOpaqueBlock needs opaque blocks
+    checks_not_run = {"test_lowering_commutes": "LowerOpaqueBlock needs opaque blocks"}
 
     def test_reason(self):
         (region,) = compacted_regions(self.before)
