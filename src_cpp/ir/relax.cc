@@ -163,13 +163,28 @@ ObjectRef MakeCallTIRInplace(const ObjectRef& prim_func_var, const Tuple& args,
       .cast<ObjectRef>();
 }
 
-ObjectRef MakeAssert(const ObjectRef& condition, const Array<ObjectRef>& format_args,
-                     const std::string& format) {
-  ObjectRef op = GetOp(schema::op::AssertOp);
-  std::string symbol = OpAttr(op, schema::attr::FCallPacked).cast<String>();
-  Array<ObjectRef> args{condition, StringConst(format)};
-  for (const ObjectRef& arg : format_args) args.push_back(arg);
-  return MakePackedCall(symbol, args).ref();
+ObjectRef MakeNullValue() {
+  return MakeTypedCall(AnyType(), GetOp(schema::op::NullValue), {}).ref();
+}
+
+namespace {
+// MatchShapeCode::kAssertEqualToImm of the VM's match_shape (tvm/runtime/vm/builtin.h, a runtime
+// header of the apache-tvm wheel; tests/ir/test_schema.py holds this value to it).
+constexpr int64_t kAssertEqualToImm = 0;
+}  // namespace
+
+ObjectRef MakeShapeCheck(const Array<ObjectRef>& values, const std::vector<int64_t>& expected,
+                         const ObjectRef& none, const std::string& message) {
+  TVM_FFI_ICHECK_EQ(values.size(), expected.size()) << "internal error: one value per expectation";
+  const DLDataType i64{kDLInt, 64, 1};
+  Array<ObjectRef> args{MakeShapeExpr(values), none,
+                        IntConst(i64, static_cast<int64_t>(values.size()))};
+  for (int64_t value : expected) {
+    args.push_back(IntConst(i64, kAssertEqualToImm));
+    args.push_back(IntConst(i64, value));
+  }
+  args.push_back(StringConst(message));
+  return MakePackedCall(schema::func::VMBuiltinMatchShape.name(), args).ref();
 }
 
 Any OpAttr(const ObjectRef& op, const char* key) { return func::OpGetAttr(op, String(key)); }

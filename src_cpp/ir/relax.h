@@ -150,11 +150,23 @@ ObjectRef MakeCallTIRInplace(const ObjectRef& prim_func_var, const Tuple& args,
                              const std::vector<int64_t>& indices,
                              const Array<ObjectRef>& out_types);
 
-/*! \brief `R.assert_op(condition, format_args, format=format)` in the packed-call form
- *         LegalizeOps gives it (for code after legalization): raises an error with `format`
- *         ("{}" replaced by the format arguments) when `condition` is false. */
-ObjectRef MakeAssert(const ObjectRef& condition, const Array<ObjectRef>& format_args,
-                     const std::string& format);
+/*! \brief `R.null_value()`, a null object (what a packed function's optional argument takes). */
+ObjectRef MakeNullValue();
+
+/*!
+ * \brief A check at run time that each of `values` (int64 expressions of shape variables)
+ *        equals the same entry of `expected`: `R.call_packed("vm.builtin.match_shape",
+ *        R.shape(values), none, len(values), kAssertEqualToImm, expected[0], ..., message)`, with
+ *        `none` a variable bound to `R.null_value()` (the builtin's shape heap, which these checks
+ *        do not read). On a mismatch the VM raises "Check failed: input_shape[i] == reg (value vs.
+ *        expected) : <message> ...".
+ *
+ * It is the VM's own builtin, the one VMShapeLower emits for `match_cast`: every runtime has it,
+ * without Python. And RewriteCUDAGraph never lifts a `vm.builtin` call into a captured graph, so
+ * the check runs on every call, also where the calls around it replay a graph.
+ */
+ObjectRef MakeShapeCheck(const Array<ObjectRef>& values, const std::vector<int64_t>& expected,
+                         const ObjectRef& none, const std::string& message);
 
 /*! \brief `op(args...)` with its type already set to `type`, so it needs no normalization (for
  *         calls whose type is known, such as memory operators). */

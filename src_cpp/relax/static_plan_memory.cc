@@ -28,23 +28,40 @@ namespace {
 const DLDataType kInt64{kDLInt, 64, 1};
 const DLDataType kUInt8{kDLUInt, 8, 1};
 
-/*! \brief `R.assert_op(n <= upper, n, format=...)` (or `lower <= n and n <= upper`), in the
- *         packed-call form that code after legalization has. */
-ObjectRef BoundCheckBinding(const std::string& function, const BoundCheck& bound) {
-  std::string name = ir::Var(bound.var).name();
-  ObjectRef condition = LE(bound.var, IntConst(bound.var, bound.upper));
-  std::string format = function + ": shape variable " + name + " = {} ";
-  if (bound.lower) {
-    condition = And(LE(IntConst(bound.var, *bound.lower), bound.var), condition);
-    format += "is outside [" + std::to_string(*bound.lower) + ", " + std::to_string(bound.upper) +
-              "], its tir_var_lower_bound and tir_var_upper_bound";
-  } else {
-    format += "exceeds its tir_var_upper_bound " + std::to_string(bound.upper);
+/*!
+ * \brief The entry checks of `bounds`, one per shape variable: `max(n, upper) == upper` (and
+ *        `min(n, lower) == lower`), through the VM's shape match (ir::relax::MakeShapeCheck), so
+ *        that a call past a bound raises an error naming the function, the variable, its value
+ *        and the bound. These run in every runtime (no Python) and on every call: RewriteCUDAGraph
+ *        never captures them into a graph, where they would run only when the graph is captured.
+ */
+Array<ObjectRef> BoundCheckBindings(const std::string& function,
+                                    const std::vector<BoundCheck>& bounds) {
+  Array<ObjectRef> bindings;
+  if (bounds.empty()) return bindings;
+  Var none = ir::relax::MakeVar("none", ir::relax::AnyType());
+  bindings.push_back(ir::relax::MakeVarBinding(none, ir::relax::MakeNullValue()).ref());
+  for (const BoundCheck& bound : bounds) {
+    std::string name = ir::Var(bound.var).name();
+    Array<ObjectRef> values{Max(bound.var, IntConst(bound.var, bound.upper))};
+    std::vector<int64_t> expected{bound.upper};
+    std::string message = function + ": shape variable " + name;
+    if (bound.lower) {
+      values.push_back(Min(bound.var, IntConst(bound.var, *bound.lower)));
+      expected.push_back(*bound.lower);
+      message += " is outside [" + std::to_string(*bound.lower) + ", " +
+                 std::to_string(bound.upper) + "], its tir_var_lower_bound and tir_var_upper_bound";
+    } else {
+      message += " exceeds its tir_var_upper_bound " + std::to_string(bound.upper);
+    }
+    message +=
+        " (its value, then the bound, in parentheses above): the function's memory is planned for "
+        "sizes within the bounds;";
+    ObjectRef check = ir::relax::MakeShapeCheck(values, expected, none.ref(), message);
+    Var var = ir::relax::MakeVar(name + "_in_bound", ir::relax::TypeOf(check));
+    bindings.push_back(ir::relax::MakeVarBinding(var, check).ref());
   }
-  format += ": the function's memory is planned for sizes within the bound";
-  ObjectRef check = ir::relax::MakeAssert(condition, {bound.var}, format);
-  Var var = ir::relax::MakeVar(name + "_in_bound", ir::relax::TypeOf(check));
-  return ir::relax::MakeVarBinding(var, check).ref();
+  return bindings;
 }
 
 /*! \brief `bindings` first in the body of `func`: in its first block, or in a block of their
@@ -143,7 +160,7 @@ class PlanApplier {
 
 IRModule ApplyMemoryPlans(const IRModule& mod, const std::vector<MemoryPlan>& plans) {
   Map<ObjectRef, ObjectRef> updated = mod.functions();
-  bool changed = false, checked = false;
+  bool changed = false;
   for (const auto& [gv, base_func] : mod.functions()) {
     if (!Is<Function>(base_func)) continue;
     std::string name = GlobalVarName(gv);
@@ -159,24 +176,13 @@ IRModule ApplyMemoryPlans(const IRModule& mod, const std::vector<MemoryPlan>& pl
       planned = Function(WithoutFuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput));
     }
     // Checked first, whichever planner: past a bound, tensors sized at it would not fit.
-    Array<ObjectRef> checks;
-    for (const BoundCheck& bound : plan->bound_checks) {
-      checks.push_back(BoundCheckBinding(name, bound));
-    }
-    planned = PrependBindings(planned, checks);
-    checked = checked || !checks.empty();
+    planned = PrependBindings(planned, BoundCheckBindings(name, plan->bound_checks));
     if (!planned.same_as(func.ref())) {
       updated.Set(gv, planned.ref());
       changed = true;
     }
   }
-  if (!changed) return mod;
-  IRModule out = mod.WithFunctions(updated);
-  // A check's condition is a scalar expression, which VMCodeGen takes only once ComputePrimValue
-  // has computed it in a PrimFunc. TVM's default pipeline runs that pass later; MLC-LLM's does
-  // not: what the planner adds must build whatever runs after it.
-  if (checked) out = ApplyPass(schema::func::ComputePrimValue().cast<ObjectRef>(), out);
-  return out;
+  return changed ? mod.WithFunctions(updated) : mod;
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {

@@ -29,9 +29,10 @@
  * own variable, so every use, and every PrimFunc, sees a tensor with no byte offset. Tensors the
  * analysis does not plan stay `R.builtin.alloc_tensor` (LowerAllocTensor gives each its own storage
  * later); functions it gives to the stock planner come out exactly as TVM's pass makes them.
- * The entry checks' conditions are computed by TVM's ComputePrimValue here, as nothing after this
- * pass is assumed to run it (MLC-LLM's pipeline does not). KillAfterLastUse and the VM build run
- * unchanged afterwards.
+ * The entry checks are calls of the VM's own shape match, first in the function: they need no later
+ * pass (MLC-LLM's pipeline runs no ComputePrimValue), no Python in the runtime, and RewriteCUDAGraph
+ * leaves them out of every captured graph, so they run on every call. KillAfterLastUse and the VM
+ * build run unchanged afterwards.
  */
 #ifndef TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_
 #define TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_

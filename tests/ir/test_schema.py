@@ -192,3 +192,35 @@ def test_storage_scopes_and_thread_tags_are_named_in_one_header():
             if _SCOPE_OR_TAG.search(code):
                 offenders.append(f"{path.relative_to(SRC)}:{lineno}: {line.strip()}")
     assert offenders == []
+
+
+def test_the_shape_check_uses_the_runtime_code_for_an_immediate_match():
+    """The planner's entry checks call the VM's `match_shape` with its code for "equal to an
+    immediate"; that code is the runtime's ABI (MatchShapeCode in the wheel's runtime header
+    tvm/runtime/vm/builtin.h), so the one the core emits must be the header's."""
+    import tvm
+    from tvm.script import relax as R
+    from tvm.script import tirx as T
+
+    header = Path(tvm.__file__).parent / "include/tvm/runtime/vm/builtin.h"
+    code = int(re.search(r"kAssertEqualToImm\s*=\s*(\d+)", header.read_text()).group(1))
+
+    @R.function
+    def main(x: R.Tensor(("n",), "float32")):
+        n = T.int64()
+        R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+        a = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        b = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        _ = R.call_packed("test.write", x, a, ty_args=R.Tuple)
+        _ = R.call_packed("test.write", a, b, ty_args=R.Tuple)
+        return x
+
+    planned = tvm_memplan.transform.StaticPlanBlockMemory()(tvm.IRModule({"main": main}))
+    checks = [
+        binding.value
+        for block in planned["main"].body.blocks
+        for binding in block.bindings
+        if getattr(binding.value.op, "global_symbol", None) == "vm.builtin.match_shape"
+    ]
+    assert len(checks) == 1
+    assert int(checks[0].args[3]) == code  # (shape, heap, count, code, value, ..., message)

@@ -387,3 +387,13 @@ def device_kernel_names(executable) -> list[str]:
 
     walk(executable.mod if hasattr(executable, "mod") else executable)
     return sorted(names)
+
+
+def past_bound_error(function: str, variable: str, value: int, upper: int) -> str:
+    """A regex for the error of a call past an upper bound the planner sized tensors at: the
+    VM's shape match reports the value and the bound, then the planner's message names the
+    function and the variable (src_cpp/relax/static_plan_memory.cc, BoundCheckBindings)."""
+    return (
+        rf"\({value} vs\. {upper}\) : {re.escape(function)}: shape variable "
+        rf"{re.escape(variable)} exceeds its tir_var_upper_bound {upper} "
+    )
