@@ -62,6 +62,7 @@ class Analysis {
       : func_(func),
         options_(options),
         gpu_(options.gpu.value_or(target::CompilingForGPU())),
+        cuda_graphs_(options.cuda_graphs.value_or(target::CapturingCudaGraphs())),
         context_(context),
         effects_(
             mod, &context->legalizer(), &context->facts(),
@@ -78,6 +79,7 @@ class Analysis {
     effects_of_steps_.resize(steps_.size());
     for (size_t i = 0; i < steps_.size(); ++i) Visit(static_cast<int64_t>(i));
     if (options_.memory_aware) KeepRewritesThatDoNotRaiseMemory();
+    if (cuda_graphs_) KeepResultStorageOutOfInplaceWrites();
     return decisions_;
   }
 
@@ -473,10 +475,34 @@ class Analysis {
     }
   }
 
+  /*!
+   * \brief With CUDA graphs: refuse the in-place calls that alone make the storage they write
+   *        the function's result (MemoryPlanModel::WritesIntoResult). A returned tensor is
+   *        allocated on its own, and RewriteCUDAGraph captures no kernel that touches a tensor it
+   *        cannot allocate once; written in place into an intermediate, the result would take
+   *        that intermediate out of the captured graph from its first kernel on. Refused, the
+   *        call writes a fresh result, as stock's pipeline does, and only it stays outside.
+   */
+  void KeepResultStorageOutOfInplaceWrites() {
+    if (candidates_.empty()) return;
+    std::vector<bool> chosen(candidates_.size());
+    for (size_t c = 0; c < candidates_.size(); ++c) {
+      chosen[c] = decisions_[candidates_[c].decision]->inplace;
+    }
+    for (int c : MemoryPlanModel(ModelSteps()).WritesIntoResult(chosen)) {
+      InplaceCandidateObj& decision = *decisions_[candidates_[c].decision];
+      decision.Refuse("in place would make the storage of " + Quoted(std::string(*decision.arg)) +
+                      " the function's result: with CUDA graphs (relax.backend.use_cuda_graph), "
+                      "every kernel touching it would run outside the captured graphs");
+    }
+  }
+
   Function func_;
   const InplaceOptionsObj& options_;
   /*! \brief options_.gpu, resolved. */
   bool gpu_;
+  /*! \brief options_.cuda_graphs, resolved. */
+  bool cuda_graphs_;
   InplaceContext* context_;
   MemoryEffects effects_;
   std::vector<Step> steps_;

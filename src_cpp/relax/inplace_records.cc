@@ -28,7 +28,12 @@ void InplaceOptionsObj::RegisterReflection() {
               "Whether the module is compiled for a GPU, whose pipeline schedules the PrimFuncs "
               "it legalizes and fuses (dlight): then operator calls are kept and only calls of "
               "PrimFuncs already bound to threads run in place. None: the current target has "
-              "the key \"gpu\".");
+              "the key \"gpu\".")
+      .Option("cuda_graphs", &InplaceOptionsObj::cuda_graphs,
+              "Whether RewriteCUDAGraph will capture the kernels into CUDA graphs: then no call "
+              "writes in place into storage that would become the function's result only through "
+              "it (a returned tensor is allocated on its own, and no kernel touching it is "
+              "captured). None: the PassContext option relax.backend.use_cuda_graph decides.");
 }
 
 void CheckInplaceOptions(const InplaceOptionsObj& options) {

@@ -47,6 +47,13 @@ class InplaceOptionsObj : public ffi::Object {
    *        PrimFuncs already bound to threads run in place. None: the current target decides.
    */
   Optional<bool> gpu;
+  /*!
+   * \brief Whether RewriteCUDAGraph will capture the kernels into CUDA graphs: then no call
+   *        writes in place into storage that would become the function's result only through it
+   *        (a returned tensor is allocated on its own, and no kernel touching it is captured).
+   *        None: the PassContext option `relax.backend.use_cuda_graph` decides.
+   */
+  Optional<bool> cuda_graphs;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.InplaceOptions", InplaceOptionsObj,

@@ -217,28 +217,28 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
     }
     return {};  // constants, shapes: no storage the planner manages
   };
-  // New tokens for a result of `type`; false when a size is symbolic.
-  std::function<bool(const ObjectRef&, const PlanStep&, TokenTree*)> make_tokens =
-      [&](const ObjectRef& type, const PlanStep& step, TokenTree* tree) -> bool {
+  // New tokens for a result of `type`. A symbolic size leaves the byte figures unknown
+  // (valid_), not which storage each value holds.
+  std::function<void(const ObjectRef&, const PlanStep&, TokenTree*)> make_tokens =
+      [&](const ObjectRef& type, const PlanStep& step, TokenTree* tree) {
     if (std::optional<ir::relax::TupleType> tuple = As<ir::relax::TupleType>(type)) {
       auto fields = std::make_shared<std::vector<TokenTree>>();
       for (const ObjectRef& field : tuple->fields()) {
         fields->emplace_back();
-        if (!make_tokens(field, step, &fields->back())) return false;
+        make_tokens(field, step, &fields->back());
       }
       tree->fields = std::move(fields);
-      return true;
+      return;
     }
     std::optional<ir::relax::TensorType> tensor = As<ir::relax::TensorType>(type);
-    if (!tensor) return true;  // not a tensor: nothing allocated
+    if (!tensor) return;  // not a tensor: nothing allocated
     std::optional<int64_t> bytes = tensor->static_bytes();
-    if (!bytes) return false;
-    DLDataType dtype = *tensor->dtype();
+    if (!bytes) valid_ = false;
+    DLDataType dtype = tensor->dtype().value_or(DLDataType{kDLOpaqueHandle, 0, 0});
     PoolKey key{step.scope, dtype.code, dtype.bits, dtype.lanes};
     int pool = pools.emplace(key, static_cast<int>(pools.size())).first->second;
-    tokens_.push_back(Token{*bytes, pool, step.block, static_cast<int>(events_.size())});
+    tokens_.push_back(Token{bytes.value_or(0), pool, step.block, static_cast<int>(events_.size())});
     tree->tokens = {static_cast<int>(tokens_.size() - 1)};
-    return true;
   };
   auto leaves = [](const TokenTree& tree, std::vector<int>* out) {
     ForEachToken(tree, [&](int t) { out->push_back(t); });
@@ -269,10 +269,7 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
           break;
         }
         TokenTree result;
-        if (!make_tokens(step.type, step, &result)) {
-          valid_ = false;
-          return;
-        }
+        make_tokens(step.type, step, &result);
         leaves(result, &event.outputs);
         if (event.candidate >= 0 && event.outputs.size() != 1) {
           event.candidate = -1;  // not a single tensor: the pass never rewrites it
@@ -472,6 +469,44 @@ std::optional<int64_t> MemoryPlanModel::MemplanBytes(const std::vector<bool>& in
   if (!valid_) return std::nullopt;
   MemplanItems input = MemplanInput(in_place);
   return input.unplanned + PackOffsets(input.items, alignment).bytes;
+}
+
+std::vector<int> MemoryPlanModel::WritesIntoResult(const std::vector<bool>& in_place) const {
+  // Per representative token, the last event that reads it as the function result, or -1.
+  auto returned = [&](const std::vector<bool>& chosen) {
+    Representatives reps = Represent(chosen);
+    std::vector<char> out(tokens_.size(), 0);
+    for (const Event& e : events_) {
+      if (e.kind != PlanStep::Kind::kEscape || !e.returns) continue;
+      for (int read : e.reads) reps.ForEach(read, [&](int t) { out[t] = 1; });
+    }
+    return std::make_pair(reps, out);
+  };
+  std::vector<bool> chosen = in_place;
+  std::vector<int> refused;
+  // Latest first: in a chain of in-place calls ending in the result, refusing the last one
+  // gives the result storage of its own and leaves the earlier ones where they were.
+  for (auto e = events_.rbegin(); e != events_.rend(); ++e) {
+    if (e->always_in_place || !IsInPlace(*e, chosen)) continue;
+    auto [reps, with] = returned(chosen);
+    bool writes_result = false;
+    reps.ForEach(e->outputs[0], [&](int t) { writes_result = writes_result || with[t]; });
+    if (!writes_result) continue;
+    chosen[e->candidate] = false;
+    auto [reps_without, without] = returned(chosen);
+    // Only where the call alone makes the storage the result: else the storage leaves
+    // planning anyway, and refusing the call would only cost its bytes.
+    bool still_returned = false;
+    for (int source : e->sources) {
+      reps_without.ForEach(source, [&](int t) { still_returned = still_returned || without[t]; });
+    }
+    if (still_returned) {
+      chosen[e->candidate] = true;
+    } else {
+      refused.push_back(e->candidate);
+    }
+  }
+  return refused;
 }
 
 std::optional<int64_t> MemoryPlanModel::MemplanLowerBound(const std::vector<bool>& in_place) const {

@@ -152,6 +152,15 @@ class MemoryPlanModel {
    */
   std::optional<int64_t> MemplanLowerBound(const std::vector<bool>& in_place) const;
 
+  /*!
+   * \brief The candidates among `in_place` that make the storage they write into the
+   *        function's result: without them the storage would stay planned, with them it leaves
+   *        planning from its allocation on (latest first; refusing one is assumed for the
+   *        earlier ones). Sizes need not be static: this asks only which storage each value
+   *        holds.
+   */
+  std::vector<int> WritesIntoResult(const std::vector<bool>& in_place) const;
+
  private:
   struct Token;
   struct Event;

@@ -932,6 +932,56 @@ class TestKeepsRewritesThatRaisePlannedMemory(InplaceCase):
         assert {c.binding for c in unaware if c.inplace} == {"v3", "v5"}
 
 
+class TestKeepsTheResultOutOfInplaceWritesWithCudaGraphs(InplaceCase):
+    """With CUDA graphs (`cuda_graphs=True`, else the PassContext option
+    `relax.backend.use_cuda_graph`), no call writes in place into storage that only it would make
+    the function's result: a returned tensor is allocated on its own, and RewriteCUDAGraph
+    captures no kernel that touches it, so `a`'s kernels would leave the graph with it. `c` gets
+    its own storage, as in stock's pipeline; `b` still reuses `a`."""
+
+    options = {"cuda_graphs": True}
+    before = TestElementwiseChain.before
+
+    @I.ir_module
+    class expected:
+        @T.prim_func(private=True, s_tir=True)
+        def tir_exp_inplace(a: T.Buffer((T.int64(2), T.int64(3)), "float32")):
+            T.func_attr({"tirx.noalias": True})
+            for i0, i1 in T.grid(T.int64(2), T.int64(3)):
+                with T.sblock("compute"):
+                    v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
+                    T.reads(a[v_i0, v_i1])
+                    T.writes(a[v_i0, v_i1])
+                    a[v_i0, v_i1] = T.exp(a[v_i0, v_i1])
+
+        @R.function
+        def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")):
+            cls = expected
+            with R.dataflow():
+                a = R.add(x, y)
+                b = R.call_tir_inplace(
+                    cls.tir_exp_inplace,
+                    (a,),
+                    out_ty=R.Tensor((2, 3), "float32"),
+                    inplace_indices=[0],
+                )
+                c = R.multiply(b, y)
+                R.output(c)
+            return c
+
+    def test_reason(self):
+        main = self.before["main"]
+        decisions = {c.binding: c for c in inplace_candidates(main, self.before, cuda_graphs=True)}
+        assert not decisions["c"].inplace and decisions["b"].inplace
+        assert "make the storage of `b` the function's result" in decisions["c"].reason
+        assert "relax.backend.use_cuda_graph" in decisions["c"].reason
+        with tvm.transform.PassContext(config={"relax.backend.use_cuda_graph": True}):
+            from_context = inplace_candidates(main, self.before)
+        assert [c.inplace for c in from_context] == [c.inplace for c in decisions.values()]
+        without = inplace_candidates(main, self.before, cuda_graphs=False)
+        assert all(c.inplace for c in without if c.binding in ("b", "c"))
+
+
 def test_memory_is_judged_by_the_planner_that_will_run():
     """tvm-memplan's planner packs at offsets: keeping `v2`'s bytes alive costs it nothing, so
     with planner="memplan" (as in the memplan pipeline) both rewrites are kept, and the planner
