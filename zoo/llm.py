@@ -84,6 +84,59 @@ def _attach_memory_plan_attr() -> tvm.transform.Pass:
     return attach
 
 
+#: MLC-LLM's hints for RewriteCUDAGraph (``interface/compile.py``): the symbolic sizes a captured
+#: graph of these functions may depend on (one graph per value). Other functions capture only
+#: what depends on no symbolic size.
+CUDA_GRAPH_CAPTURE_HINTS = {
+    "batch_decode": ["batch_size"],
+    "batch_decode_to_last_hidden_states": ["batch_size"],
+    "batch_verify": ["batch_size", "seq_len"],
+    "batch_verify_to_last_hidden_states": ["batch_size", "seq_len"],
+}
+
+
+def _attach_cuda_graph_symbolic_capture_hints(hints: dict[str, list[str]]) -> tvm.transform.Pass:
+    """MLC's AttachCUDAGraphSymbolicCaptureHints: each named function gets its hints as the
+    attribute RewriteCUDAGraph reads (``relax.rewrite_cuda_graph.capture_symbolic_vars``)."""
+
+    @tvm.transform.module_pass(opt_level=0, name="AttachCUDAGraphSymbolicCaptureHints")
+    def attach(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+        functions = {}
+        for gv, func in mod.functions.items():
+            if isinstance(func, relax.Function) and gv.name_hint in hints:
+                func = func.with_attr(
+                    "relax.rewrite_cuda_graph.capture_symbolic_vars", hints[gv.name_hint]
+                )
+            functions[gv] = func
+        return tvm.IRModule(functions, attrs=mod.attrs, global_infos=mod.global_infos)
+
+    return attach
+
+
+def _attach_cuda_graph_alloc_init_func() -> tvm.transform.Pass:
+    """MLC's AttachCUDAGraphAllocInitFunc: where RewriteCUDAGraph made a ``cuda_graph_alloc``
+    (the storages it allocates once), a ``cuda_graph_alloc_init`` function that MLC-LLM's engine
+    calls at start to allocate them."""
+
+    @tvm.transform.module_pass(opt_level=0, name="AttachCUDAGraphAllocInitFunc")
+    def attach(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+        alloc = [gv for gv in mod.get_global_vars() if gv.name_hint.startswith("cuda_graph_alloc")]
+        if not alloc:
+            return mod
+        bb = relax.BlockBuilder(mod)
+        with bb.function("cuda_graph_alloc_init", []):
+            bb.emit_func_output(
+                relax.op.call_builtin_with_ctx(
+                    "vm.builtin.cuda_graph.get_cached_alloc",
+                    args=[alloc[0], relax.prim_value(0)],
+                    ty_args=relax.ObjectType(),
+                )
+            )
+        return bb.finalize()
+
+    return attach
+
+
 def _clean_up_tir_attrs(names: Sequence[str]) -> tvm.transform.Pass:
     """MLC's CleanUpTIRAttrs: FuseOps' ``op_pattern`` annotations are dropped from the
     PrimFuncs once fusion is done."""
@@ -175,7 +228,7 @@ def mlc_llm_passes(
         #   MLC dispatches to without flashinfer).
         # AttachSoftmaxWithTemperature: adds a sampling function, not the model's.
         _attach_variable_bounds(variable_bounds or {}),
-        # AttachCUDAGraphSymbolicCaptureHints: no hints without CUDA graphs.
+        _attach_cuda_graph_symbolic_capture_hints(CUDA_GRAPH_CAPTURE_HINTS),
         # AttachPipelineParallelStages: one stage.
         # AttachLogitProcessFunc, AttachAdditionalPrimFuncs, AttachAllocEmbeddingTensorFunc,
         #   AttachGPUSamplingFunc, AttachSpecDecodeAuxFuncs: functions for the engine.
@@ -222,8 +275,10 @@ def mlc_llm_passes(
         # IPCAllReduceRewrite: no all-reduce strategy.
         t.StaticPlanBlockMemory(),
         _attach_metadata_with_memory_usage(metadata),
+        # Captures only with the PassContext option relax.backend.use_cuda_graph (MLC-LLM sets
+        # it from --opt, on by default for cuda).
         t.RewriteCUDAGraph(),
-        # AttachCUDAGraphAllocInitFunc: CUDA graphs off.
+        _attach_cuda_graph_alloc_init_func(),
         t.LowerGPUIPCAllocStorage(),
         t.LowerAllocTensor(),
         t.KillAfterLastUse(),
@@ -341,6 +396,8 @@ LLM_FUNCTIONS = (
     "batch_decode",
     "batch_prefill_to_last_hidden_states",
     "batch_decode_to_last_hidden_states",
+    "batch_verify",
+    "batch_verify_to_last_hidden_states",
     "create_paged_kv_cache",
 )
 
@@ -459,12 +516,20 @@ class LlamaForCausalLM(nn.Module):
     def batch_decode(self, input_embeds: nn.Tensor, paged_kv_cache: PagedKVCache):
         return self._logits(self.model(input_embeds, paged_kv_cache)), paged_kv_cache
 
+    def batch_verify(self, input_embeds: nn.Tensor, paged_kv_cache: PagedKVCache):
+        return self._logits(self.model(input_embeds, paged_kv_cache)), paged_kv_cache
+
     def batch_prefill_to_last_hidden_states(
         self, input_embeds: nn.Tensor, paged_kv_cache: PagedKVCache
     ):
         return self.model(input_embeds, paged_kv_cache), paged_kv_cache
 
     def batch_decode_to_last_hidden_states(
+        self, input_embeds: nn.Tensor, paged_kv_cache: PagedKVCache
+    ):
+        return self.model(input_embeds, paged_kv_cache), paged_kv_cache
+
+    def batch_verify_to_last_hidden_states(
         self, input_embeds: nn.Tensor, paged_kv_cache: PagedKVCache
     ):
         return self.model(input_embeds, paged_kv_cache), paged_kv_cache
@@ -536,6 +601,12 @@ class LlamaForCausalLM(nn.Module):
             },
             "batch_decode_to_last_hidden_states": {
                 **batch_decode,
+                "paged_kv_cache": cache,
+                "$": modes,
+            },
+            "batch_verify": {**batch_prefill, "paged_kv_cache": cache, "$": modes},
+            "batch_verify_to_last_hidden_states": {
+                **batch_prefill,
                 "paged_kv_cache": cache,
                 "$": modes,
             },
@@ -642,6 +713,13 @@ class _Engine:
             name, seq_ids, lengths, hidden, tvm.runtime.tensor(positions, self.device)
         )
 
+    def verify(self, name: str, seq_ids: list[int], drafts: list) -> np.ndarray:
+        """Speculative decoding's check of draft tokens: every draft of every sequence in one
+        call (logits, or hidden states, at every position), as MLC-LLM's engine verifies."""
+        embedded = self.embed(np.concatenate(drafts).astype("int32"))
+        hidden = _builtin("reshape")(embedded, tvm.runtime.ShapeTuple([1, *embedded.shape]))
+        return self.forward(name, seq_ids, [len(d) for d in drafts], hidden)
+
     def decode(self, name: str, seq_ids: list[int], tokens: np.ndarray) -> np.ndarray:
         embedded = self.embed(tokens)
         shape = tvm.runtime.ShapeTuple([len(tokens), 1, embedded.shape[-1]])
@@ -668,7 +746,10 @@ def run_llm(
 
     - sequence 0: ``prefill`` of ``prompt``, then ``decode_steps`` greedy ``decode`` steps;
     - sequences 1 and 2: ``batch_prefill`` of ``batch_prompts`` (default: the prompt's two
-      halves reversed), then ``decode_steps`` greedy ``batch_decode`` steps;
+      halves reversed), then ``decode_steps`` greedy ``batch_decode`` steps, then one
+      ``batch_verify`` of one draft token each (the greedy ones): on the CPU, TVM 0.27's paged
+      KV cache attention returns NaN when a call appends more than one token to a sequence that
+      already has some (stock builds too), which a longer draft would do;
     - sequences 3, 4 and 5: the ``*_to_last_hidden_states`` forms the same way, fed tokens
       drawn from ``seed`` (they return no logits to choose tokens from);
     - ``embed``: every embedding, in the order made.
@@ -707,13 +788,14 @@ def run_llm(
         logits = engine.decode("decode", [0], greedy(logits))
     engine.finish([0])
 
+    def tokens(count: int) -> np.ndarray:
+        return rng.integers(0, config.vocab_size, size=count).astype("int32")
+
     logits = engine.prefill("batch_prefill", [1, 2], list(batch_prompts))
     for _ in range(decode_steps):
         logits = engine.decode("batch_decode", [1, 2], greedy(logits))
+    engine.verify("batch_verify", [1, 2], [[token] for token in greedy(logits)])
     engine.finish([1, 2])
-
-    def tokens(count: int) -> np.ndarray:
-        return rng.integers(0, config.vocab_size, size=count).astype("int32")
 
     engine.prefill("prefill_to_last_hidden_states", [3], [prompt])
     for _ in range(decode_steps):
@@ -722,5 +804,6 @@ def run_llm(
     engine.prefill("batch_prefill_to_last_hidden_states", [4, 5], list(batch_prompts))
     for _ in range(decode_steps):
         engine.decode("batch_decode_to_last_hidden_states", [4, 5], tokens(2))
+    engine.verify("batch_verify_to_last_hidden_states", [4, 5], [tokens(1), tokens(1)])
     engine.finish([4, 5])
     return outputs
