@@ -272,7 +272,22 @@ def _parser(names: list[str]) -> argparse.ArgumentParser:
         "a --quick or --only run writes nothing unless given)",
     )
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="run only the GPU check (bench/_gpu.py: cuda builds with and without CUDA graphs, "
+        "run on the GPU); without a GPU it measures nothing and says so",
+    )
     return parser
+
+
+def gpu_check(directory: Path = BENCH_DIR) -> Benchmark:
+    """The GPU check: not part of the suite's page, since most machines that run the suite
+    have no GPU; ``python -m bench --gpu`` runs it."""
+    path = Path(directory) / "_gpu.py"
+    tree = ast.parse(path.read_text(), filename=str(path))
+    summary = " ".join(ast.get_docstring(tree).split("\n\n")[0].split())
+    return Benchmark("gpu", path, summary, _declares_quick(tree))
 
 
 def _command(argv: list[str]) -> str:
@@ -306,6 +321,11 @@ def main(argv: list[str] | None = None, directory: Path = BENCH_DIR) -> int:
         for b in benchmarks:
             print(f"{b.name:<12} {'--quick  ' if b.quick else '         '}{b.summary}")
         return 0
+    if args.gpu:
+        result = run(gpu_check(directory), args.quick, echo=sys.stdout)
+        if not result.ok:
+            _report_failure(result, sys.stderr)
+        return 0 if result.ok else 1
     selected = [b for b in benchmarks if not args.only or b.name in args.only]
     output = args.output
     if output is None and not (args.quick or args.only):

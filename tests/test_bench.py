@@ -69,6 +69,7 @@ def test_the_real_benchmarks_are_discovered_and_take_quick():
         "compact": True,
         "concat": True,
         "compile_time": True,
+        "cuda_graphs": True,
         "inplace": True,
         "llm": True,
         "plan": True,

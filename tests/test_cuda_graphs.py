@@ -13,6 +13,8 @@ What holds, on the zoo, the LLM module in MLC-LLM's order and random programs wi
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -217,3 +219,34 @@ def test_llm_module_builds_with_cuda_graphs():
             text = tvm.compile(mod, target, relax_pipeline=pipeline, tir_pipeline=tir).as_text()
             assert "vm.builtin.cuda_graph.run_or_capture" in text
             assert "@cuda_graph_alloc_init" in text
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _gpu_check(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+
+
+def test_the_gpu_check_says_it_measured_nothing_without_a_gpu():
+    """`python -m bench --gpu` on a machine without a GPU: it says so, measures nothing, and
+    exits 0 (a GPU run is the only evidence it gives)."""
+    if tvm.runtime.enabled("cuda") and tvm.cuda(0).exist:
+        pytest.skip(reason="a GPU is here: the check measures (see the next test's figures)")
+    result = _gpu_check("-m", "bench", "--gpu")
+    assert result.returncode == 0, result.stderr
+    assert "nothing measured" in result.stdout and "results match" not in result.stdout
+
+
+def test_the_gpu_check_measures_on_the_cpu_what_it_measures_on_a_gpu():
+    """The same script on llvm (no CUDA graphs there): a model and the LLM module, stock and
+    memplan, three calls each, compared; so the GPU run cannot fail on the script itself."""
+    target = json.dumps({"kind": "llvm", "opt-level": 0})
+    result = _gpu_check("bench/_gpu.py", "--quick", "--target", target, "--models", "mobilenet_v2")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("mobilenet_v2") and " yes " in line for line in lines)
+    assert any(line.startswith("llm (decode/s)") and " yes " in line for line in lines)
+    assert "results match stock's: yes" in result.stdout

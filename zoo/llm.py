@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "LlamaConfig",
     "LlamaForCausalLM",
     "create_kv_cache",
+    "decode_steps_per_second",
     "llm_module",
     "llm_weights",
     "memory_usage",
@@ -677,10 +679,17 @@ class _Engine:
     """What MLC-LLM's engine does around each model call: embed tokens, tell the cache which
     sequences the call appends to (``begin_forward``), call, ``end_forward``."""
 
-    def __init__(self, vm: relax.VirtualMachine, cache, params: list, outputs: dict):
+    def __init__(
+        self,
+        vm: relax.VirtualMachine,
+        cache,
+        params: list,
+        outputs: dict,
+        device: tvm.runtime.Device,
+    ):
         # params: the weights as the functions take them (one packed tuple, or one by one).
         self.vm, self.cache, self.params, self.outputs = vm, cache, params, outputs
-        self.device = tvm.cpu()
+        self.device = device
 
     def _record(self, name: str, value) -> np.ndarray:
         array = value.numpy()
@@ -740,9 +749,11 @@ def run_llm(
     batch_prompts: tuple[np.ndarray, np.ndarray] | None = None,
     seed: int = 0,
     param_mode: str = "packed",
+    device: tvm.runtime.Device | None = None,
 ) -> dict[str, list[np.ndarray]]:
-    """Run every function of a compiled ``llm_module`` on the CPU, in a fresh KV cache, as
-    MLC-LLM's engine does, and return every output by function name, in call order:
+    """Run every function of a compiled ``llm_module`` on ``device`` (default: the CPU), in a
+    fresh KV cache, as MLC-LLM's engine does, and return every output by function name, in call
+    order:
 
     - sequence 0: ``prefill`` of ``prompt``, then ``decode_steps`` greedy ``decode`` steps;
     - sequences 1 and 2: ``batch_prefill`` of ``batch_prompts`` (default: the prompt's two
@@ -758,12 +769,13 @@ def run_llm(
     finished request. ``prompt`` has at least two tokens and at most the prefill chunk.
     ``param_mode``: the one ``llm_module`` exported with.
     """
+    device = tvm.cpu() if device is None else device
     vm = (
         executable
         if isinstance(executable, relax.VirtualMachine)
-        else relax.VirtualMachine(executable, tvm.cpu())
+        else relax.VirtualMachine(executable, device)
     )
-    params = [tvm.runtime.tensor(w, tvm.cpu()) for w in weights]
+    params = [tvm.runtime.tensor(w, device) for w in weights]
     if param_mode not in ("packed", "plain"):
         raise ValueError(f'param_mode is "packed" or "plain", got {param_mode!r}')
     prompt = np.asarray(prompt, dtype="int32")
@@ -777,7 +789,7 @@ def run_llm(
         batch_prompts = (prompt[half:][::-1].copy(), prompt[:half][::-1].copy())
     outputs: dict[str, list[np.ndarray]] = {}
     packed = [params] if param_mode == "packed" else params
-    engine = _Engine(vm, create_kv_cache(vm, config), packed, outputs)
+    engine = _Engine(vm, create_kv_cache(vm, config), packed, outputs, device)
     rng = np.random.default_rng(seed)
 
     def greedy(logits: np.ndarray) -> np.ndarray:
@@ -807,3 +819,36 @@ def run_llm(
     engine.verify("batch_verify_to_last_hidden_states", [4, 5], [tokens(1), tokens(1)])
     engine.finish([4, 5])
     return outputs
+
+
+def decode_steps_per_second(
+    executable: tvm.runtime.Executable | relax.VirtualMachine,
+    config: LlamaConfig,
+    weights: Sequence[np.ndarray],
+    prompt: np.ndarray,
+    steps: int,
+    *,
+    warmup: int = 2,
+    device: tvm.runtime.Device | None = None,
+) -> float:
+    """Greedy ``decode`` steps per second of one sequence after a ``prefill`` of ``prompt``, each
+    step as MLC-LLM's engine takes it (embed, ``begin_forward``, the call, ``end_forward``, the
+    logits back on the host); the first ``warmup`` steps (which capture CUDA graphs) are not
+    timed. ``prompt`` plus every step must fit the context window."""
+    device = tvm.cpu() if device is None else device
+    vm = (
+        executable
+        if isinstance(executable, relax.VirtualMachine)
+        else relax.VirtualMachine(executable, device)
+    )
+    params = [[tvm.runtime.tensor(w, device) for w in weights]]
+    engine = _Engine(vm, create_kv_cache(vm, config), params, {}, device)
+    logits = engine.prefill("prefill", [0], [np.asarray(prompt, dtype="int32")])
+    for _ in range(warmup):
+        logits = engine.decode("decode", [0], logits.reshape(-1, logits.shape[-1]).argmax(-1))
+    start = time.perf_counter()
+    for _ in range(steps):
+        logits = engine.decode("decode", [0], logits.reshape(-1, logits.shape[-1]).argmax(-1))
+    elapsed = time.perf_counter() - start
+    engine.finish([0])
+    return steps / elapsed

@@ -477,11 +477,14 @@ class Analysis {
 
   /*!
    * \brief With CUDA graphs: refuse the in-place calls that alone make the storage they write
-   *        the function's result (MemoryPlanModel::WritesIntoResult). A returned tensor is
-   *        allocated on its own, and RewriteCUDAGraph captures no kernel that touches a tensor it
-   *        cannot allocate once; written in place into an intermediate, the result would take
-   *        that intermediate out of the captured graph from its first kernel on. Refused, the
-   *        call writes a fresh result, as stock's pipeline does, and only it stays outside.
+   *        the function's result (MemoryPlanModel::WritesIntoResult), where that storage could be
+   *        captured. A returned tensor is allocated on its own, and RewriteCUDAGraph captures no
+   *        kernel that touches a tensor it cannot allocate once; written in place into an
+   *        intermediate, the result would take that intermediate out of the captured graph from
+   *        its first kernel on. Refused, the call writes a fresh result, as stock's pipeline
+   *        does, and only it stays outside. An intermediate whose shape depends on a size the
+   *        graph may not depend on (CapturableShapeVars) is captured in no case: its in-place
+   *        writes stay, and so do the bytes they save (prefill's, in MLC-LLM).
    */
   void KeepResultStorageOutOfInplaceWrites() {
     if (candidates_.empty()) return;
@@ -489,12 +492,43 @@ class Analysis {
     for (size_t c = 0; c < candidates_.size(); ++c) {
       chosen[c] = decisions_[candidates_[c].decision]->inplace;
     }
-    for (int c : MemoryPlanModel(ModelSteps()).WritesIntoResult(chosen)) {
+    std::unordered_set<std::string> capturable = CapturableShapeVars();
+    auto refusable = [&](int c) {
+      const ObjectRef& reused = decisions_[candidates_[c].decision]->reused;
+      for (const Object* var : VarsOf(TypeOf(reused))) {
+        if (!capturable.count(ir::Var(ffi::GetRef<ObjectRef>(var)).name())) return false;
+      }
+      return true;
+    };
+    for (int c : MemoryPlanModel(ModelSteps()).WritesIntoResult(chosen, refusable)) {
       InplaceCandidateObj& decision = *decisions_[candidates_[c].decision];
       decision.Refuse("in place would make the storage of " + Quoted(std::string(*decision.arg)) +
                       " the function's result: with CUDA graphs (relax.backend.use_cuda_graph), "
                       "every kernel touching it would run outside the captured graphs");
     }
+  }
+
+  /*! \brief Names of the shape variables a CUDA graph of this function may depend on (one graph
+   *         per value), as RewriteCUDAGraph decides: those `capture_symbolic_vars` names, and
+   *         those of the parameters after the first `num_input` (weights). */
+  std::unordered_set<std::string> CapturableShapeVars() const {
+    std::unordered_set<std::string> names;
+    if (std::optional<Any> hints = FuncAttr(func_.ref(), schema::attr::CaptureSymbolicVars)) {
+      if (auto list = hints->try_cast<Array<String>>()) {
+        for (const String& name : *list) names.insert(name);
+      }
+    }
+    Array<ObjectRef> params = func_.params();
+    int64_t inputs = static_cast<int64_t>(params.size());
+    if (std::optional<Any> num_input = FuncAttr(func_.ref(), schema::attr::NumInput)) {
+      inputs = num_input->try_cast<int64_t>().value_or(inputs);
+    }
+    for (int64_t i = std::max<int64_t>(inputs, 0); i < static_cast<int64_t>(params.size()); ++i) {
+      for (const Object* var : VarsOf(TypeOf(params[i]))) {
+        names.insert(ir::Var(ffi::GetRef<ObjectRef>(var)).name());
+      }
+    }
+    return names;
   }
 
   Function func_;

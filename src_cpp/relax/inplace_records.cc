@@ -32,8 +32,9 @@ void InplaceOptionsObj::RegisterReflection() {
       .Option("cuda_graphs", &InplaceOptionsObj::cuda_graphs,
               "Whether RewriteCUDAGraph will capture the kernels into CUDA graphs: then no call "
               "writes in place into storage that would become the function's result only through "
-              "it (a returned tensor is allocated on its own, and no kernel touching it is "
-              "captured). None: the PassContext option relax.backend.use_cuda_graph decides.");
+              "it, where that storage could be captured (a returned tensor is allocated on its "
+              "own, and no kernel touching it is captured). None: the PassContext option "
+              "relax.backend.use_cuda_graph decides.");
 }
 
 void CheckInplaceOptions(const InplaceOptionsObj& options) {

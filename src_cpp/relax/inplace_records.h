@@ -49,8 +49,9 @@ class InplaceOptionsObj : public ffi::Object {
   Optional<bool> gpu;
   /*!
    * \brief Whether RewriteCUDAGraph will capture the kernels into CUDA graphs: then no call
-   *        writes in place into storage that would become the function's result only through it
-   *        (a returned tensor is allocated on its own, and no kernel touching it is captured).
+   *        writes in place into storage that would become the function's result only through it,
+   *        where that storage could be captured (a returned tensor is allocated on its own, and
+   *        no kernel touching it is captured).
    *        None: the PassContext option `relax.backend.use_cuda_graph` decides.
    */
   Optional<bool> cuda_graphs;

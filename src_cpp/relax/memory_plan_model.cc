@@ -221,25 +221,26 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
   // (valid_), not which storage each value holds.
   std::function<void(const ObjectRef&, const PlanStep&, TokenTree*)> make_tokens =
       [&](const ObjectRef& type, const PlanStep& step, TokenTree* tree) {
-    if (std::optional<ir::relax::TupleType> tuple = As<ir::relax::TupleType>(type)) {
-      auto fields = std::make_shared<std::vector<TokenTree>>();
-      for (const ObjectRef& field : tuple->fields()) {
-        fields->emplace_back();
-        make_tokens(field, step, &fields->back());
-      }
-      tree->fields = std::move(fields);
-      return;
-    }
-    std::optional<ir::relax::TensorType> tensor = As<ir::relax::TensorType>(type);
-    if (!tensor) return;  // not a tensor: nothing allocated
-    std::optional<int64_t> bytes = tensor->static_bytes();
-    if (!bytes) valid_ = false;
-    DLDataType dtype = tensor->dtype().value_or(DLDataType{kDLOpaqueHandle, 0, 0});
-    PoolKey key{step.scope, dtype.code, dtype.bits, dtype.lanes};
-    int pool = pools.emplace(key, static_cast<int>(pools.size())).first->second;
-    tokens_.push_back(Token{bytes.value_or(0), pool, step.block, static_cast<int>(events_.size())});
-    tree->tokens = {static_cast<int>(tokens_.size() - 1)};
-  };
+        if (std::optional<ir::relax::TupleType> tuple = As<ir::relax::TupleType>(type)) {
+          auto fields = std::make_shared<std::vector<TokenTree>>();
+          for (const ObjectRef& field : tuple->fields()) {
+            fields->emplace_back();
+            make_tokens(field, step, &fields->back());
+          }
+          tree->fields = std::move(fields);
+          return;
+        }
+        std::optional<ir::relax::TensorType> tensor = As<ir::relax::TensorType>(type);
+        if (!tensor) return;  // not a tensor: nothing allocated
+        std::optional<int64_t> bytes = tensor->static_bytes();
+        if (!bytes) valid_ = false;
+        DLDataType dtype = tensor->dtype().value_or(DLDataType{kDLOpaqueHandle, 0, 0});
+        PoolKey key{step.scope, dtype.code, dtype.bits, dtype.lanes};
+        int pool = pools.emplace(key, static_cast<int>(pools.size())).first->second;
+        tokens_.push_back(
+            Token{bytes.value_or(0), pool, step.block, static_cast<int>(events_.size())});
+        tree->tokens = {static_cast<int>(tokens_.size() - 1)};
+      };
   auto leaves = [](const TokenTree& tree, std::vector<int>* out) {
     ForEachToken(tree, [&](int t) { out->push_back(t); });
   };
@@ -471,7 +472,8 @@ std::optional<int64_t> MemoryPlanModel::MemplanBytes(const std::vector<bool>& in
   return input.unplanned + PackOffsets(input.items, alignment).bytes;
 }
 
-std::vector<int> MemoryPlanModel::WritesIntoResult(const std::vector<bool>& in_place) const {
+std::vector<int> MemoryPlanModel::WritesIntoResult(
+    const std::vector<bool>& in_place, const std::function<bool(int)>& refusable) const {
   // Per representative token, the last event that reads it as the function result, or -1.
   auto returned = [&](const std::vector<bool>& chosen) {
     Representatives reps = Represent(chosen);
@@ -487,7 +489,7 @@ std::vector<int> MemoryPlanModel::WritesIntoResult(const std::vector<bool>& in_p
   // Latest first: in a chain of in-place calls ending in the result, refusing the last one
   // gives the result storage of its own and leaves the earlier ones where they were.
   for (auto e = events_.rbegin(); e != events_.rend(); ++e) {
-    if (e->always_in_place || !IsInPlace(*e, chosen)) continue;
+    if (e->always_in_place || !IsInPlace(*e, chosen) || !refusable(e->candidate)) continue;
     auto [reps, with] = returned(chosen);
     bool writes_result = false;
     reps.ForEach(e->outputs[0], [&](int t) { writes_result = writes_result || with[t]; });

@@ -30,6 +30,7 @@
 #ifndef TVM_MEMPLAN_RELAX_MEMORY_PLAN_MODEL_H_
 #define TVM_MEMPLAN_RELAX_MEMORY_PLAN_MODEL_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -154,12 +155,13 @@ class MemoryPlanModel {
 
   /*!
    * \brief The candidates among `in_place` that make the storage they write into the
-   *        function's result: without them the storage would stay planned, with them it leaves
-   *        planning from its allocation on (latest first; refusing one is assumed for the
-   *        earlier ones). Sizes need not be static: this asks only which storage each value
-   *        holds.
+   *        function's result, and that `refusable` allows to refuse: without them the storage
+   *        would stay planned, with them it leaves planning from its allocation on. Latest
+   *        first: each one returned is refused for the decisions on earlier ones. Sizes need not
+   *        be static: this asks only which storage each value holds.
    */
-  std::vector<int> WritesIntoResult(const std::vector<bool>& in_place) const;
+  std::vector<int> WritesIntoResult(const std::vector<bool>& in_place,
+                                    const std::function<bool(int)>& refusable) const;
 
  private:
   struct Token;

@@ -30,9 +30,9 @@
  * analysis does not plan stay `R.builtin.alloc_tensor` (LowerAllocTensor gives each its own storage
  * later); functions it gives to the stock planner come out exactly as TVM's pass makes them.
  * The entry checks are calls of the VM's own shape match, first in the function: they need no later
- * pass (MLC-LLM's pipeline runs no ComputePrimValue), no Python in the runtime, and RewriteCUDAGraph
- * leaves them out of every captured graph, so they run on every call. KillAfterLastUse and the VM
- * build run unchanged afterwards.
+ * pass (MLC-LLM's pipeline runs no ComputePrimValue), no Python in the runtime, and
+ * RewriteCUDAGraph leaves them out of every captured graph, so they run on every call.
+ * KillAfterLastUse and the VM build run unchanged afterwards.
  */
 #ifndef TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_
 #define TVM_MEMPLAN_RELAX_STATIC_PLAN_MEMORY_H_

@@ -982,6 +982,42 @@ class TestKeepsTheResultOutOfInplaceWritesWithCudaGraphs(InplaceCase):
         assert all(c.inplace for c in without if c.binding in ("b", "c"))
 
 
+@I.ir_module
+class SymbolicChain:
+    """TestElementwiseChain with `n` rows."""
+
+    @R.function
+    def main(x: R.Tensor(("n", 3), "float32"), y: R.Tensor(("n", 3), "float32")):
+        with R.dataflow():
+            a = R.add(x, y)
+            b = R.exp(a)
+            c = R.multiply(b, y)
+            R.output(c)
+        return c
+
+
+@pytest.mark.parametrize(
+    ("attrs", "c_in_place"),
+    [
+        ({}, True),
+        ({"relax.rewrite_cuda_graph.capture_symbolic_vars": ["n"]}, False),
+        ({"num_input": 1}, False),
+        ({"num_input": 2}, True),
+    ],
+    ids=["n-never-captured", "n-a-capture-hint", "n-of-a-weight", "n-of-inputs-only"],
+)
+def test_cuda_graphs_keep_in_place_writes_no_graph_could_capture(attrs, c_in_place):
+    """A tensor whose shape depends on a size no CUDA graph of the function may depend on is
+    never captured: writing the result into it in place costs no graph, and saves its bytes.
+    Sizes a graph may depend on: those `relax.rewrite_cuda_graph.capture_symbolic_vars` names
+    (and those of weights, the parameters after `num_input`)."""
+    main = SymbolicChain["main"]
+    for key, value in attrs.items():
+        main = main.with_attr(key, value)
+    decisions = {c.binding: c.inplace for c in inplace_candidates(main, cuda_graphs=True)}
+    assert decisions == {"a": False, "b": True, "c": c_in_place}
+
+
 def test_memory_is_judged_by_the_planner_that_will_run():
     """tvm-memplan's planner packs at offsets: keeping `v2`'s bytes alive costs it nothing, so
     with planner="memplan" (as in the memplan pipeline) both rewrites are kept, and the planner
