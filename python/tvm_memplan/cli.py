@@ -173,6 +173,9 @@ def _parser() -> argparse.ArgumentParser:
         f"(any subset of {', '.join(BUDGETS)}; bytes, or K, KiB, M, MiB, G, GiB); exit 1 "
         "when one is exceeded",
     )
+    from . import run  # its module imports this one's parsers
+
+    run.register(commands)
     return parser
 
 
@@ -195,6 +198,11 @@ def _message(err: Exception) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"]:  # from SCRIPT or -m MODULE on, the arguments are the tool's
+        from . import run
+
+        return run.main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         budgets = parse_budgets(args.fit) if args.fit is not None else None
