@@ -12,7 +12,9 @@ from typing import Any
 
 import tvm
 
+from . import run
 from .report import (
+    BUDGET_ALIASES,
     BUDGETS,
     ReportError,
     UnfixedInputsError,
@@ -66,11 +68,12 @@ def parse_budgets(text: str) -> dict[str, int]:
     budgets: dict[str, int] = {}
     for item in text.split(","):
         name, sep, size = item.partition("=")
-        name = name.strip()
+        name = BUDGET_ALIASES.get(name.strip(), name.strip())
         if not sep or name not in BUDGETS:
             raise UsageError(
                 f"--fit {text!r}: {item.strip()!r} is not NAME=SIZE with NAME one of "
-                f"{', '.join(BUDGETS)} (for example vm=2MiB,stack=4KiB,total=16MiB)"
+                f"{', '.join([*BUDGETS, *BUDGET_ALIASES])} (for example "
+                "vm=2MiB,stack=4KiB,total=16MiB)"
             )
         if name in budgets:
             raise UsageError(f"--fit {text!r}: {name} is given twice")
@@ -171,10 +174,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="BUDGETS",
         help="check the memplan build against budgets, e.g. total=16MiB,vm=8MiB,stack=4KiB "
         f"(any subset of {', '.join(BUDGETS)}; bytes, or K, KiB, M, MiB, G, GiB); exit 1 "
-        "when one is exceeded",
+        "when one is exceeded; temp is vm (MLC-LLM's temporary buffer)",
     )
-    from . import run  # its module imports this one's parsers
-
+    report.add_argument(
+        "--solve",
+        metavar="VARIABLE",
+        help="with --fit vm=SIZE (or temp=SIZE): the largest bound of this shape variable "
+        "(e.g. seq_len, the prefill chunk) for which each build's VM figure fits, planned again "
+        "at each value; other variables at their bounds unless given with --shape-var",
+    )
     run.register(commands)
     return parser
 
@@ -200,8 +208,6 @@ def _message(err: Exception) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["run"]:  # from SCRIPT or -m MODULE on, the arguments are the tool's
-        from . import run
-
         return run.main(argv[1:])
     args = _parser().parse_args(argv)
     try:
@@ -212,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             input_shapes=parse_input_shapes(args.input_shape),
             shape_values=parse_shape_vars(args.shape_var),
             budgets=budgets,
+            solve_for=args.solve,
             progress=_progress,
         )
         if args.html:

@@ -18,14 +18,16 @@ import tvm
 
 from .. import examples
 from .build import build_report, stage
-from .fit import BUDGETS, UnknownSizesError, check_fit
+from .fit import BUDGET_ALIASES, BUDGETS, UnknownSizesError, check_fit
 from .html import render_html
 from .load import LoadedModel, ReportError, UnfixedInputsError, load_module
 from .model import Report
+from .solve import solve
 from .text import render_text
 
 __all__ = [
     "BUDGETS",
+    "BUDGET_ALIASES",
     "LoadedModel",
     "Report",
     "ReportError",
@@ -37,6 +39,7 @@ __all__ = [
     "render_html",
     "render_text",
     "run_report",
+    "solve",
 ]
 
 DEFAULT_TARGET = {"kind": "llvm"}
@@ -49,10 +52,12 @@ def run_report(
     input_shapes: dict[str, list[int]] | None = None,
     shape_values: dict[str, int] | None = None,
     budgets: dict[str, int] | None = None,
+    solve_for: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """The whole ``report`` command but rendering: load ``file`` (default: the bundled
-    example), build the report for ``target`` (default: llvm), check ``budgets``."""
+    example), build the report for ``target`` (default: llvm), check ``budgets``, and with
+    ``solve_for`` (a shape variable) find the largest value of it that fits the vm budget."""
     target = target if target is not None else tvm.target.Target(DEFAULT_TARGET)
     path = file or examples.DEFAULT_EXAMPLE
     with stage(f"loading {path}", progress):
@@ -68,4 +73,27 @@ def run_report(
     report.seconds = round(time.perf_counter() - started, 2)
     if budgets is not None:
         report.fit = check_fit(report, budgets)
+    if solve_for is not None:
+        report.solution = solve_budget(report, solve_for, budgets or {}, shape_values or {})
     return report
+
+
+def solve_budget(
+    report: Report, variable: str, budgets: dict[str, int], shape_values: dict[str, int]
+):
+    """``solve`` for the budget of ``budgets`` that can be solved, as a ReportError when it
+    cannot be."""
+    from .solve import SOLVABLE
+
+    solvable = [b for b in budgets if b in SOLVABLE]
+    if not solvable:
+        raise ReportError(
+            f"--solve {variable} needs a budget it can solve for: --fit "
+            f"{SOLVABLE[0]}=SIZE (or {', '.join(k for k, v in BUDGET_ALIASES.items())}=SIZE)"
+        )
+    try:
+        return solve(report, variable, solvable[0], budgets[solvable[0]], shape_values)
+    except UnknownSizesError:
+        raise
+    except ValueError as err:
+        raise ReportError(f"--solve {variable}: {err}") from err

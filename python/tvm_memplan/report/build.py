@@ -707,4 +707,7 @@ def build_report(
         failures=stages.failures,
     )
     report.summary = needs.summary(report, relax, shape_values or {})
+    report.target_object = target
+    if relax is not None:
+        report.planner_inputs = {"stock": relax.stock_input, "memplan": relax.memplan_input}
     return report
