@@ -22,6 +22,7 @@ from .report import (
     render_html,
     render_text,
     run_report,
+    solvable_budget,
 )
 from .report.load import one_line, shape_text
 
@@ -212,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         budgets = parse_budgets(args.fit) if args.fit is not None else None
+        if args.solve is not None:
+            solvable_budget(args.solve, budgets or {})  # before the build: a usage error
         report = run_report(
             args.file,
             parse_target(args.target),

@@ -22,7 +22,7 @@ from .fit import BUDGET_ALIASES, BUDGETS, UnknownSizesError, check_fit
 from .html import render_html
 from .load import LoadedModel, ReportError, UnfixedInputsError, load_module
 from .model import Report
-from .solve import solve
+from .solve import SOLVABLE, solve
 from .text import render_text
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "render_text",
     "run_report",
     "solve",
+    "solvable_budget",
 ]
 
 DEFAULT_TARGET = {"kind": "llvm"}
@@ -78,21 +79,27 @@ def run_report(
     return report
 
 
+def solvable_budget(variable: str, budgets: dict[str, int]) -> str:
+    """The budget of ``budgets`` that ``--solve variable`` solves for; a ReportError naming
+    the flag to give when there is none."""
+    solvable = [b for b in budgets if b in SOLVABLE]
+    if not solvable:
+        aliases = ", ".join(k for k, v in BUDGET_ALIASES.items() if v == SOLVABLE[0])
+        raise ReportError(
+            f"--solve {variable} needs a budget it can solve for: --fit {SOLVABLE[0]}=SIZE "
+            f"(or {aliases}=SIZE)"
+        )
+    return solvable[0]
+
+
 def solve_budget(
     report: Report, variable: str, budgets: dict[str, int], shape_values: dict[str, int]
 ):
     """``solve`` for the budget of ``budgets`` that can be solved, as a ReportError when it
     cannot be."""
-    from .solve import SOLVABLE
-
-    solvable = [b for b in budgets if b in SOLVABLE]
-    if not solvable:
-        raise ReportError(
-            f"--solve {variable} needs a budget it can solve for: --fit "
-            f"{SOLVABLE[0]}=SIZE (or {', '.join(k for k, v in BUDGET_ALIASES.items())}=SIZE)"
-        )
+    budget = solvable_budget(variable, budgets)
     try:
-        return solve(report, variable, solvable[0], budgets[solvable[0]], shape_values)
+        return solve(report, variable, budget, budgets[budget], shape_values)
     except UnknownSizesError:
         raise
     except ValueError as err:
