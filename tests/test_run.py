@@ -77,7 +77,8 @@ def _script(tmp_path: Path, text: str, name: str = "tool.py") -> Path:
 
 
 def _lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("tvm-memplan: build ")]
+    """The summary lines (``tvm-memplan: build 1 (tvm.compile, llvm): ...``)."""
+    return [line for line in stderr.splitlines() if re.match(r"tvm-memplan: build \d+ \(", line)]
 
 
 # ---- the stand-in of `mlc_llm compile` ---------------------------------------------------------
@@ -95,11 +96,20 @@ def stock(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory):
-    """The same tool under `tvm-memplan run`, with the report of its build as JSON."""
+    """The same tool under `tvm-memplan run`, with the report of its build as JSON, checked
+    against MLC-LLM's budget (temp) and solved for the prefill chunk."""
     folder = tmp_path_factory.mktemp("ours")
     out, report = folder / "outputs.npz", folder / "build.json"
     status, stdout, stderr = _run(
-        ["run", "--report", str(report), "-m", "llm_compile", "--out", str(out)]
+        [
+            "run",
+            "--report",
+            str(report),
+            *("--fit", "temp=1MiB", "--solve", "seq_len"),
+            *("--shape-var", f"vocab_size={llm_compile.CONFIG.vocab_size}"),
+            *("--shape-var", f"kv_len={llm_compile.CONFIG.context_window_size}"),
+            *("-m", "llm_compile", "--out", str(out)),
+        ]
     )
     return {
         "status": status,
@@ -170,6 +180,25 @@ def test_the_report_is_of_the_build_the_tool_made(ours):
     assert not report["failures"]
     # The stock build: TVM's planner on the tool's pipeline, no in-place pass.
     assert report["inplace"]["conversions"]["stock"] is None
+
+
+def test_the_report_of_the_run_answers_what_fits(ours):
+    """With --fit temp=1MiB --solve seq_len, the report of the real build has the fit check
+    and the largest prefill chunk for each planner, and stderr says both per build."""
+    report = ours["report"]["builds"][0]["report"]
+    assert report["fit"]["fits"] and report["fit"]["budgets"][0]["name"] == "vm"
+    largest = report["solution"]["largest"]
+    assert largest["memplan"] > largest["stock"] > llm_compile.CONFIG.prefill_chunk_size
+    lines = [
+        line for line in ours["stderr"].splitlines() if line.startswith("tvm-memplan: build 1:")
+    ]
+    assert any(f"up to {largest['memplan']}" in line for line in lines)
+    assert any("Fit check (memplan build): fits" in line for line in lines)
+
+
+def test_report_options_need_a_report(tmp_path):
+    script = _script(tmp_path, TINY)
+    assert "give --report" in _one_line_error(["run", "--fit", "vm=1MiB", str(script)])
 
 
 def test_stock_constructors_and_entries_come_back(ours):
@@ -351,3 +380,18 @@ def _load_tiny(tmp_path: Path) -> tvm.IRModule:
     sys.modules[spec.name] = module  # TVMScript reads the source through sys.modules
     spec.loader.exec_module(module)
     return module.Module
+
+
+def test_the_docs_show_what_the_run_printed(ours):
+    """docs/pipelines.md's run of the stand-in is this command's output: every line it shows
+    from tvm-memplan is a line the run printed (the tool's own lines name its files)."""
+    page = (ROOT / "docs" / "pipelines.md").read_text()
+    section = page.split("## MLC-LLM from the command line", 1)[1].split("\n## ", 1)[0]
+    (block,) = [b for b in section.split("```")[1::2] if "--out outputs.npz" in b]
+    shown = [line for line in block.splitlines() if line.startswith("tvm-memplan: build")]
+    assert len(shown) > 5
+    printed = ours["stderr"].splitlines()
+    for line in shown:
+        assert line in printed, line
+    assert "temporary buffer: 65536 bytes (batch_prefill)" in block.splitlines()
+    assert "temporary buffer: 65536 bytes (batch_prefill)" in ours["stdout"].splitlines()

@@ -26,7 +26,14 @@ from .report import (
 )
 from .report.load import one_line, shape_text
 
-__all__ = ["main", "parse_budgets", "parse_input_shapes", "parse_shape_vars", "parse_size"]
+__all__ = [
+    "main",
+    "message",
+    "parse_budgets",
+    "parse_input_shapes",
+    "parse_shape_vars",
+    "parse_size",
+]
 
 
 class UsageError(Exception):
@@ -192,7 +199,7 @@ def _progress(line: str) -> None:
     print(f"tvm-memplan: {line}", file=sys.stderr, flush=True)
 
 
-def _message(err: Exception) -> str:
+def message(err: Exception) -> str:
     """The error as the command line says it: with the flags that fix it."""
     if isinstance(err, UnfixedInputsError):
         example = " ".join(
@@ -230,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             except OSError as err:
                 raise ReportError(f"cannot write {args.html}: {err.strerror}") from err
     except (ReportError, UsageError) as err:
-        print(f"tvm-memplan: error: {_message(err)}", file=sys.stderr)
+        print(f"tvm-memplan: error: {message(err)}", file=sys.stderr)
         return 2
     print(json.dumps(report.to_json(), indent=2) if args.json else render_text(report))
     return 0 if report.fit is None or report.fit.fits else 1

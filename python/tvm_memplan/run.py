@@ -38,10 +38,11 @@ import tvm
 
 from . import pipeline
 from .instrument import PassTrace, trace
-from .report import render_html
+from .report import check_fit, render_html, solvable_budget, solve_budget
 from .report.build import RECORDED_PASSES, ToolBuild, build_report
 from .report.builds import BuildSummary, summarize_build, summary_line
 from .report.load import LoadedModel, ReportError, one_line
+from .report.text import fit_lines, solve_lines
 
 __all__ = ["HELP", "RecordedBuild", "RunError", "main", "recording_builds"]
 
@@ -49,7 +50,10 @@ HELP = (
     "run a Python tool (SCRIPT or -m MODULE, with its arguments) with tvm-memplan's passes in "
     "every pipeline it builds, and say at exit what each build's memory plan is"
 )
-USAGE = "tvm-memplan run [--report FILE.html|FILE.json] (-m MODULE | SCRIPT) [ARGS ...]"
+USAGE = (
+    "tvm-memplan run [--report FILE.html|FILE.json] [--fit BUDGETS] [--solve VARIABLE] "
+    "[--shape-var NAME=VALUE ...] (-m MODULE | SCRIPT) [ARGS ...]"
+)
 PREFIX = "tvm-memplan"
 
 #: The run's own options, each taking one value; everything from SCRIPT or -m MODULE on is the
@@ -59,6 +63,20 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "FILE",
         "write the report of the tool's builds (as `tvm-memplan report` shows a model): "
         "FILE.json (every build) or FILE.html (one page per build: FILE.html, FILE-2.html, ...)",
+    ),
+    "--fit": (
+        "BUDGETS",
+        "with --report: check each build against budgets, as `tvm-memplan report --fit` does "
+        "(e.g. temp=256MiB); exit 1 when one is exceeded and the tool succeeded",
+    ),
+    "--solve": (
+        "VARIABLE",
+        "with --report and --fit vm=SIZE (or temp=SIZE): the largest bound of this shape "
+        "variable (seq_len: the prefill chunk) that fits, ours and TVM's planner",
+    ),
+    "--shape-var": (
+        "NAME=VALUE",
+        "with --report: a value for a shape variable (repeat for more), as in `tvm-memplan report`",
     ),
 }
 
@@ -191,7 +209,10 @@ def _parser() -> argparse.ArgumentParser:
         "building, or when the report cannot be written.",
     )
     for flag, (metavar, text) in OPTIONS.items():
-        parser.add_argument(flag, metavar=metavar, help=text)
+        repeated = flag == "--shape-var"
+        parser.add_argument(
+            flag, metavar=metavar, help=text, action="append" if repeated else "store"
+        )
     parser.add_argument("-m", metavar="MODULE", help="run a module as `python -m MODULE` does")
     return parser
 
@@ -343,9 +364,17 @@ def _tool_context(settings: dict):
         yield
 
 
-def write_report(builds: list[RecordedBuild], path: Path, command: list[str]) -> list[Path]:
-    """The report of each build (``report.build_report`` with its ``ToolBuild``), as JSON (one
-    file) or HTML (one page per build); the files written."""
+@dataclass
+class _Asked:
+    """What the report of each build is asked for beyond the report itself."""
+
+    budgets: dict[str, int] | None = None
+    solve_for: str | None = None
+    shape_values: dict[str, int] = field(default_factory=dict)
+
+
+def _reports(builds: list[RecordedBuild], command: list[str], asked: _Asked) -> list:
+    """(build, report) for each build that succeeded."""
     reports = []
     for b in builds:
         if b.traced.error is not None:
@@ -357,11 +386,24 @@ def write_report(builds: list[RecordedBuild], path: Path, command: list[str]) ->
                 LoadedModel(b.mod),
                 target,
                 source=f"{' '.join(command)}: build {b.index} ({b.entry})",
+                shape_values=asked.shape_values,
                 tool=tool,
             )
+            if asked.budgets is not None:
+                report.fit = check_fit(report, asked.budgets)
+            if asked.solve_for is not None:
+                report.solution = solve_budget(
+                    report, asked.solve_for, asked.budgets or {}, asked.shape_values
+                )
         reports.append((b, report))
     if not reports:
         raise RunError("no build of the tool succeeded: nothing to report")
+    return reports
+
+
+def write_report(reports: list, path: Path, command: list[str]) -> list[Path]:
+    """The reports of the builds, as JSON (one file) or HTML (one page per build); the files
+    written."""
     try:
         if path.suffix.lower() == ".json":
             data = {
@@ -382,14 +424,25 @@ def write_report(builds: list[RecordedBuild], path: Path, command: list[str]) ->
 
 def main(argv: list[str]) -> int:
     """``tvm-memplan run ...``; the exit status."""
+    from .cli import UsageError, message, parse_budgets, parse_shape_vars  # the flags' parsers
+
     try:
         own, tool = _split(argv)
         options = _parser().parse_args(own)
         report = Path(options.report) if options.report else None
         if report is not None and report.suffix.lower() not in (".html", ".json"):
             raise RunError(f"--report {options.report}: the file must end in .html or .json")
+        asked = _Asked(
+            parse_budgets(options.fit) if options.fit is not None else None,
+            options.solve,
+            parse_shape_vars(options.shape_var),
+        )
+        if report is None and (asked.budgets is not None or asked.solve_for or asked.shape_values):
+            raise RunError("--fit, --solve and --shape-var apply to the report: give --report")
+        if asked.solve_for is not None:
+            solvable_budget(asked.solve_for, asked.budgets or {})
         code, origin = _code(tool)
-    except RunError as err:
+    except (RunError, UsageError, ReportError) as err:
         return _error(str(err))
     command = (["-m", tool.name] if tool.kind == "module" else [tool.name]) + tool.args
     with recording_builds() as builds:
@@ -405,8 +458,17 @@ def main(argv: list[str]) -> int:
         return status
     if report is not None:
         try:
-            written = write_report(builds, report, command)
+            reports = _reports(builds, command, asked)
+            written = write_report(reports, report, command)
         except (RunError, ReportError) as err:
-            return _error(str(err)) if status == 0 else status
+            return _error(message(err)) if status == 0 else status
+        for b, r in reports:
+            extra = (fit_lines(r.fit) if r.fit is not None else []) + (
+                solve_lines(r.solution) if r.solution is not None else []
+            )
+            for line in extra:
+                print(f"{PREFIX}: build {b.index}: {line}", file=sys.stderr)
         print(f"{PREFIX}: wrote {', '.join(str(f) for f in written)}", file=sys.stderr)
+        if status == 0 and any(r.fit is not None and not r.fit.fits for _, r in reports):
+            return 1
     return status

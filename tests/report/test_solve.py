@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import tvm
@@ -230,3 +231,13 @@ def test_a_report_without_relax_cannot_be_solved():
 
     with pytest.raises(ReportError):
         run_report(None, budgets={"stack": 1 << 20}, solve_for="seq_len")
+
+
+def test_the_docs_example_is_the_solvers_output(solved):
+    """Every line of docs/report.md's --solve example is a line of this report."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "report.md").read_text()
+    section = page.split("## What fits: `--solve`", 1)[1].split("\n## ", 1)[0]
+    (block,) = [b for b in section.split("```")[1::2] if "Solve seq_len" in b]
+    actual = render_text(solved).splitlines()
+    for line in block.strip().splitlines():
+        assert line in actual, line

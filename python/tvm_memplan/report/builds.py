@@ -63,13 +63,16 @@ class BuildSummary:
     #: planner that does not say).
     optimality: dict[str, int] = field(default_factory=dict)
     gap: int | None = None
-    #: PrimFuncs of a TIR-only build.
-    prim_funcs: int = 0
+    #: Shape variables without a bound that planned sizes depend on: what depends on them is
+    #: not in the figures (as MLC-LLM's estimate leaves it out).
+    unbounded: list[str] = field(default_factory=list)
     #: Why there is nothing to say ("" when there is).
     note: str = ""
 
 
 def _figure(plan, integer: str, expression: str):
+    """The plan's bytes at its bounds (what depends on a variable without one is not in it, as
+    the record counts), or its expression when it has no such figure."""
     value = int(getattr(plan, integer))
     return value if value >= 0 else sizes.simplify(getattr(plan, expression))
 
@@ -114,6 +117,10 @@ def summarize_build(
         if path in traced.after and path in traced.before
     ]
     summary.inplace = sum(runs) if runs else None
+    unbounded: set[str] = set()
+    for p in plans:
+        unbounded |= set(sizes.free_vars(p.applied_size)) - {str(k) for k in p.upper_bounds}
+    summary.unbounded = sorted(unbounded)
     for p in plans:
         summary.concats += len(p.concats)
         summary.copy_free += sum(bool(c.copy_free) for c in p.concats)
@@ -135,6 +142,8 @@ def summary_line(s: BuildSummary) -> str:
     if s.note:
         return head + s.note
     which = f" (largest: {s.largest})" if s.largest else " (their sum)" if s.functions > 1 else ""
+    if s.unbounded:
+        which += f" + what depends on {', '.join(s.unbounded)} (no bound)"
     both = isinstance(s.planned, int) and isinstance(s.stock_same_ir, int)
     parts = [
         f"{s.functions} Relax function{'s' if s.functions != 1 else ''} planned",
