@@ -395,3 +395,68 @@ def test_the_docs_show_what_the_run_printed(ours):
         assert line in printed, line
     assert "temporary buffer: 65536 bytes (batch_prefill)" in block.splitlines()
     assert "temporary buffer: 65536 bytes (batch_prefill)" in ours["stdout"].splitlines()
+
+
+def test_a_tir_only_build_says_so(tmp_path):
+    """tvm.compile of a PrimFunc: no Relax function to plan, and our TIR passes ran."""
+    script = _script(
+        tmp_path,
+        "import tvm\nfrom tvm.script import tirx as T\n\n\n"
+        "@T.prim_func\n"
+        "def add(A: T.Buffer((64,), 'float32'), B: T.Buffer((64,), 'float32')):\n"
+        "    for i in range(64):\n"
+        "        B[i] = A[i] + T.float32(1)\n\n\n"
+        "tvm.compile(add, target='llvm')\n",
+    )
+    status, _, err = _run(["run", str(script)])
+    assert status == 0
+    (line,) = _lines(err)
+    assert line.endswith(
+        "build 1 (tvm.compile, llvm): a TIR-only build (1 PrimFuncs): no Relax function to "
+        "plan; tvm-memplan's compaction and placement ran in its TIR pipeline"
+    )
+
+
+def test_the_report_shows_optimality_only_where_the_records_have_it(tmp_path):
+    """The Relax plans' table of the report has an optimality column when the planner's
+    records say how optimal each plan is, and none otherwise."""
+    from tvm_memplan.report import build_report, render_html, render_text
+
+    mod = _load_tiny(tmp_path)
+    report = build_report(mod, tvm.target.Target({"kind": "llvm"}))
+    (function,) = report.relax
+    text, page = render_text(report), render_html(report)
+    header = next(
+        line for line in text.splitlines() if line.strip().startswith("function  planned")
+    )
+    if "optimality" not in fields(function.plan):
+        assert "optimality" not in header and 'class="optimality"' not in page
+        pytest.skip(reason="FunctionMemoryPlan has no optimality field yet (issue 30)")
+    assert header.rstrip().endswith("optimality")
+    assert f'<td class="optimality">{function.plan.optimality}' in page
+
+
+class _Optimal:
+    """A plan record as issue 30's planner makes it: the same, with how optimal it is."""
+
+    def __init__(self, plan, code: str, gap: int):
+        self._plan, self.optimality, self.optimality_gap_bytes = plan, code, gap
+
+    def __getattr__(self, name):
+        return getattr(self._plan, name)
+
+
+def test_the_report_shows_each_plans_optimality_code(tmp_path):
+    """Given records with the optimality fields, the text's plan table and the page's
+    timeline table show the code and the gap."""
+    from tvm_memplan.report import build_report, render_html, render_text
+
+    report = build_report(_load_tiny(tmp_path), tvm.target.Target({"kind": "llvm"}))
+    (function,) = report.relax
+    function.plan = _Optimal(function.plan, "best_found", 64)
+    text, page = render_text(report), render_html(report)
+    rows = text.splitlines()
+    at = next(i for i, line in enumerate(rows) if line.strip().startswith("function  planned"))
+    assert rows[at].rstrip().endswith("optimality")
+    assert rows[at + 1].rstrip().endswith("best_found (+64 B)")
+    assert '<td class="optimality">best_found (+64 B)</td>' in page

@@ -103,7 +103,7 @@ class RecordedBuild:
     traced: PassTrace = field(default_factory=PassTrace)
 
     def summary(self) -> BuildSummary:
-        return summarize_build(self.index, self.entry, self.traced, self.target)
+        return summarize_build(self.index, self.entry, self.traced, self.target, self.mod)
 
 
 def _target_of(value) -> tvm.target.Target | None:

@@ -19,20 +19,12 @@ import tvm
 from .. import analysis
 from ..instrument import PassTrace
 from . import needs, sizes
-from .build import INPLACE_RUNS, OUR_PLANNER
+from .build import INPLACE_RUNS, OUR_PLANNER, RECORDED_PASSES
 from .format import ratio
 from .load import one_line
+from .views import optimality_of
 
-__all__ = ["BuildSummary", "optimality_of", "summarize_build", "summary_line"]
-
-
-def optimality_of(plan) -> tuple[str | None, int | None]:
-    """How optimal a plan is, when the planner says (``FunctionMemoryPlan.optimality``:
-    "at_bound", "proven_minimum" or "best_found", and the gap to the bound in bytes); (None,
-    None) from a planner without those fields."""
-    code = getattr(plan, "optimality", None)
-    gap = getattr(plan, "optimality_gap_bytes", None)
-    return (None if code is None else str(code)), (None if gap is None else int(gap))
+__all__ = ["BuildSummary", "summarize_build", "summary_line"]
 
 
 @dataclass
@@ -78,9 +70,14 @@ def _figure(plan, integer: str, expression: str):
 
 
 def summarize_build(
-    index: int, entry: str, traced: PassTrace, target: tvm.target.Target | None
+    index: int,
+    entry: str,
+    traced: PassTrace,
+    target: tvm.target.Target | None,
+    mod: tvm.IRModule | None = None,
 ) -> BuildSummary:
-    """The summary of one traced build (``traced`` watched ``build.RECORDED_PASSES``)."""
+    """The summary of one traced build (``traced`` watched ``build.RECORDED_PASSES``) of
+    ``mod``."""
     name = target.kind.name if target is not None else "current target"
     summary = BuildSummary(index, entry, name)
     if traced.error is not None:
@@ -88,13 +85,23 @@ def summarize_build(
         return summary
     planner_input = traced.before.get(OUR_PLANNER)
     if planner_input is None:
-        mod = traced.result
-        summary.note = (
-            "no Relax function planned (a TIR-only build)"
-            if entry == "tirx.build" or not isinstance(mod, tvm.runtime.Executable)
-            else "tvm-memplan's planner did not run in this build (no Relax pipeline, or one "
-            "without StaticPlanBlockMemory)"
-        )
+        functions = [] if mod is None else list(mod.functions.values())
+        if not any(isinstance(f, tvm.relax.Function) for f in functions):
+            prim_funcs = sum(isinstance(f, tvm.tirx.PrimFunc) for f in functions)
+            ran = all(name in traced.before for name in RECORDED_PASSES[-2:])
+            summary.note = (
+                f"a TIR-only build ({prim_funcs} PrimFuncs): no Relax function to plan; "
+                + (
+                    "tvm-memplan's compaction and placement ran in its TIR pipeline"
+                    if ran
+                    else "its TIR pipeline builds none of the passes ours replace"
+                )
+            )
+        else:
+            summary.note = (
+                "tvm-memplan's planner did not run in this build (no Relax pipeline, or one "
+                "without StaticPlanBlockMemory)"
+            )
         return summary
     plans = analysis.memory_plan(planner_input, target or "llvm", pipeline=None)
     summary.functions = len(plans)

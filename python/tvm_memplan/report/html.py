@@ -27,6 +27,7 @@ from .views import (
     kernel_groups,
     largest_tensors,
     lift,
+    optimality_text,
     placement_totals,
     plan_bytes,
     section_failures,
@@ -374,6 +375,7 @@ def _environment() -> jinja2.Environment:
     env.globals["plan_bytes"] = plan_bytes
     env.globals["tensor_bytes"] = tensor_bytes
     env.globals["lift"] = lift
+    env.globals["optimality"] = optimality_text
     return env
 
 

@@ -13,6 +13,7 @@ from .views import (
     kernel_groups,
     largest_tensors,
     lift,
+    optimality_text,
     placement_totals,
     plan_bytes,
     section_failures,
@@ -133,6 +134,9 @@ def _relax(report: Report) -> list[str]:
         return []
     lines = ["", "Relax memory plans (StaticPlanBlockMemory), after each build's in-place pass"]
     rows = []
+    # How optimal each plan is, where the planner's records say.
+    optimal = [optimality_text(f.plan) for f in report.relax]
+    says = any(o is not None for o in optimal)
     for f in report.relax:
         plan = f.plan_at or f.plan
         if plan is None:
@@ -162,6 +166,9 @@ def _relax(report: Report) -> list[str]:
         "planner",
         "stock build",
     )
+    if says:
+        header += ("optimality",)
+        rows = [(*row, optimal[i] or "-") for i, row in enumerate(rows)]
     lines += table(header, rows)
     lines += _failures(report, "relax")
     tensors = largest_tensors(report)
