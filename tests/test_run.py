@@ -460,3 +460,21 @@ def test_the_report_shows_each_plans_optimality_code(tmp_path):
     assert rows[at].rstrip().endswith("optimality")
     assert rows[at + 1].rstrip().endswith("best_found (+64 B)")
     assert '<td class="optimality">best_found (+64 B)</td>' in page
+
+
+def test_builds_run_under_the_tools_pass_context(tmp_path):
+    """The trace of a build keeps the tool's PassContext: a config key the tool sets
+    (StorageRewrite disabled) holds in the build as it would without the run."""
+    from tvm_memplan.run import recording_builds
+
+    mod = _load_tiny(tmp_path)
+    config = {"tirx.disable_storage_rewrite": True}
+    with recording_builds() as builds:
+        tvm.compile(mod, target="llvm")
+        with tvm.transform.PassContext(opt_level=3, config=config):
+            tvm.compile(mod, target="llvm")
+    plain, configured = builds
+    assert "tirx.StorageRewrite" in plain.traced.names
+    assert "tirx.StorageRewrite" not in configured.traced.names
+    assert configured.context["opt_level"] == 3
+    assert bool(configured.context["config"]["tirx.disable_storage_rewrite"])
