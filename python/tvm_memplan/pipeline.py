@@ -192,12 +192,13 @@ def substituted_everywhere(substitutions: tuple[Substitution, ...] | None = None
     every module has its stock constructor back. Only one such block at a time."""
     global _everywhere
     substitutions = ALL_SUBSTITUTIONS if substitutions is None else substitutions
+    table = {s.key: s for s in substitutions}
     with _lock:
         if _everywhere:
             raise RuntimeError("pass constructors are already substituted process-wide")
         _everywhere_used.clear()
+        _everywhere = table  # under the lock: a second block started meanwhile is refused
     _install(substitutions)
-    _everywhere = {s.key: s for s in substitutions}
     try:
         yield _everywhere_used
     finally:
