@@ -7,7 +7,6 @@ budget."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -56,6 +55,11 @@ def _planned_at(report, build: str, seq_len: int) -> int:
     """The build's VM figure with seq_len bounded at ``seq_len``, from the planner directly:
     the build's planner input with every function's bound set, planned, and evaluated at the
     other values (``memory_plan_at``); the largest function's."""
+    return max(_functions_at(report, build, seq_len).values())
+
+
+def _functions_at(report, build: str, seq_len: int) -> dict[str, int]:
+    """Per function, its bytes as ``_planned_at`` plans them."""
     mod = report.planner_inputs[build]
     functions = {}
     for gv, func in mod.functions.items():
@@ -64,11 +68,13 @@ def _planned_at(report, build: str, seq_len: int) -> int:
             func = func.with_attr("tir_var_upper_bound", {**bounds, "seq_len": seq_len})
         functions[gv] = func
     plans = analysis.memory_plan(tvm.IRModule(functions), LLVM, pipeline=None)
-    figures = []
+    figures = {}
     for plan in plans:
         at = analysis.memory_plan_at(plan, {"vocab_size": CONFIG.vocab_size})
-        figures.append(int(at.stock_bytes) if build == "stock" else int(at.applied_bytes))
-    return max(figures)
+        figures[str(plan.function)] = (
+            int(at.stock_bytes) if build == "stock" else int(at.applied_bytes)
+        )
+    return figures
 
 
 @pytest.mark.parametrize("build", ["stock", "memplan"])
@@ -93,11 +99,18 @@ def test_at_the_built_bound_the_figures_are_the_summarys(solved):
     assert (point.stock, point.memplan) == (solved.summary.stock.vm, solved.summary.memplan.vm)
 
 
-def _formula(text: str):
-    match = re.fullmatch(r"(\d+)\*seq_len(?: \+ (\d+))?(?: for seq_len >= (\d+))?", text)
-    assert match, text
-    a, b, start = match.groups()
-    return int(a), int(b or 0), int(start or 1)
+def _formula(text: str) -> tuple[int, int, int]:
+    """``a*seq_len + b for seq_len >= start`` -> (a, b, start); a constant is (0, b, 1)."""
+    formula, _, start = text.partition(" for seq_len >= ")
+    a, b = 0, 0
+    for term in formula.split(" + "):
+        if term == "seq_len":
+            a = 1
+        elif term.endswith("*seq_len"):
+            a = int(term.removesuffix("*seq_len"))
+        else:
+            b = int(term)
+    return a, b, int(start or 1)
 
 
 @pytest.mark.parametrize("build", ["stock", "memplan"])
@@ -241,3 +254,43 @@ def test_the_docs_example_is_the_solvers_output(solved):
     actual = render_text(solved).splitlines()
     for line in block.strip().splitlines():
         assert line in actual, line
+
+
+def test_every_report_gives_the_functions_formulas_of_seq_len(solved):
+    """Without --solve, the report gives each function's planned bytes as a formula of each
+    bounded variable; a formula of seq_len holds at values it was not planned at."""
+    per = solved.formulas["seq_len"]
+    assert "left_out" not in solved.formulas  # vocab_size has a value
+    checked = 0
+    for build in ("stock", "memplan"):
+        assert {"prefill", "batch_prefill", "embed"} <= set(per[build])
+        for value in (50, 100):
+            planned = _functions_at(solved, build, value)
+            for name, formula in per[build].items():
+                if formula is None:
+                    continue
+                a, b, start = _formula(formula)
+                if value >= start:
+                    assert planned[name] == a * value + b, (build, name, value)
+                    checked += 1
+    assert checked >= 10
+    lines = render_text(solved).splitlines()
+    (row,) = [line for line in lines if line.split()[:2] == ["seq_len", "prefill"]]
+    assert per["stock"]["prefill"] in row and per["memplan"]["prefill"] in row
+
+
+def test_what_depends_on_a_variable_without_a_value_is_left_out_and_said():
+    report = build_report(_bounded_llm(), LLVM)
+    assert report.formulas["left_out"] == ["vocab_size"]
+    assert "without what depends on vocab_size" in render_text(report)
+    assert "seq_len" in report.formulas
+
+
+def test_the_page_lists_the_formulas(solved, page):
+    """The page's formulas table has a row per variable and function, with both builds'."""
+    rows = Page(page).find("tr", data_variable="seq_len", data_function="prefill")
+    assert len(rows) == 1
+    per = solved.formulas["seq_len"]
+    row = page.split('data-variable="seq_len" data-function="prefill">', 1)[1].split("</tr>")[0]
+    row = html.unescape(row)
+    assert per["stock"]["prefill"] in row and per["memplan"]["prefill"] in row

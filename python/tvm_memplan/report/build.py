@@ -28,7 +28,7 @@ import tvm_ffi
 
 from .. import analysis, pass_names, pipeline
 from ..instrument import PassTrace, trace
-from . import needs, origins
+from . import needs, origins, solve
 from .load import LoadedModel, ReportError, one_line
 from .model import (
     Buffer,
@@ -710,4 +710,10 @@ def build_report(
     report.target_object = target
     if relax is not None:
         report.planner_inputs = {"stock": relax.stock_input, "memplan": relax.memplan_input}
+        found = stages.run(
+            "plan.formulas",
+            "both planners with the shape variables' bounds changed",
+            lambda: solve.formulas(report, shape_values),
+        )
+        report.formulas = found or {}
     return report

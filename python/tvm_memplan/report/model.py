@@ -357,6 +357,11 @@ class Report:
     seconds: float | None = None
     fit: FitResult | None = None
     solution: Solution | None = None
+    #: Per bounded shape variable, per build, each function whose planned bytes depend on it:
+    #: its bytes as a formula of the variable (``solve.formulas``: both planners run again with
+    #: the bound from 1 to twice it); ``"left_out"``: variables without a bound or a value whose
+    #: sizes the bytes leave out.
+    formulas: dict[str, Any] = field(default_factory=dict)
     #: What the solver plans again: each build's planner input ("stock", "memplan") and the
     #: target (not in the JSON).
     planner_inputs: dict[str, Any] = field(

@@ -21,7 +21,7 @@ from . import needs
 from .fit import UnknownSizesError
 from .model import Report, Solution, SolvePoint
 
-__all__ = ["CAP", "SOLVABLE", "figure_at", "solve"]
+__all__ = ["CAP", "SOLVABLE", "figure_at", "formulas", "solve"]
 
 #: The budgets a variable can be solved for: the VM figure, what the planners decide.
 SOLVABLE = ("vm",)
@@ -48,8 +48,10 @@ def _bounded(mod: tvm.IRModule, bounds: dict[str, int]) -> tvm.IRModule:
 class _Figures:
     """The VM figure of each build at a value of the variable, planned once per value."""
 
-    def __init__(self, report: Report, variable: str, values: dict[str, int]):
-        self.report, self.variable = report, variable
+    def __init__(self, report: Report, variable: str, values: dict[str, int], strict: bool = True):
+        self.report, self.variable, self.strict = report, variable, strict
+        #: Variables without a bound or a value whose sizes were left out (``strict=False``).
+        self.left_out: set[str] = set()
         self.inputs = report.planner_inputs
         self.target = report.target_object
         bounded = needs.bounds(self.inputs["memplan"])
@@ -77,8 +79,11 @@ class _Figures:
         needed = needs.plan_vars(plan)
         if needed:
             missing = sorted(needed - set(plan.upper_bounds) - set(self.values))
-            if missing:
+            if missing and self.strict:
                 raise UnknownSizesError(missing)
+            if missing:  # the plan's own figures leave out what depends on them
+                self.left_out |= set(missing)
+                return int(plan.stock_bytes) if build == "stock" else int(plan.applied_bytes)
             plan = analysis.memory_plan_at(
                 plan, {k: v for k, v in self.values.items() if k in needed}
             )
@@ -141,6 +146,73 @@ def _affine(points: list[tuple[int, int]], variable: str) -> str | None:
     return None
 
 
+def _function_formulas(
+    figures: _Figures, values: list[int], variable: str
+) -> dict[str, dict[str, str | None]]:
+    """Per build, each function whose planned bytes change with the variable over ``values``
+    in either build: its formula (a constant where that build's do not change; None where no
+    formula holds)."""
+    points = {
+        build: {
+            name: [(x, figures.functions(x)[build][name]) for x in values]
+            for name in sorted(figures.functions(values[0])[build])
+        }
+        for build in BUILDS
+    }
+    varying = {
+        name
+        for build in BUILDS
+        for name, found in points[build].items()
+        if len({y for _, y in found}) > 1
+    }
+    return {
+        build: {
+            name: _affine(found, variable)
+            for name, found in points[build].items()
+            if name in varying
+        }
+        for build in BUILDS
+    }
+
+
+#: Points each bounded variable is planned at for its formulas: fractions of its bound.
+FORMULA_POINTS = 12
+
+
+def formulas(report: Report, values: dict[str, int] | None = None) -> dict:
+    """For each bounded shape variable the plans depend on, per build, each function's planned
+    bytes as a formula of it (``a*seq_len + b``), the other variables at their bounds or
+    ``values``: both planners run again with the variable's bound at points from 1 to twice
+    its bound. What depends on a variable with neither a bound nor a value is left out of the
+    bytes, as the plans' own figures leave it out; ``"left_out"`` names those variables."""
+    if not report.planner_inputs or None in report.planner_inputs.values():
+        return {}
+    values = dict(values or {})
+    appearing: set[str] = set()
+    for f in report.relax:
+        if f.plan is not None:
+            appearing |= needs.plan_vars(f.plan)
+    bounded = needs.bounds(report.planner_inputs["memplan"])
+    found: dict = {}
+    left_out: set[str] = set()
+    for variable in sorted(appearing):
+        bound = max((b[variable] for b in bounded.values() if variable in b), default=None)
+        if bound is None:
+            continue
+        top = 2 * bound
+        xs = sorted({max(1, top * i // FORMULA_POINTS) for i in range(FORMULA_POINTS + 1)})
+        figures = _Figures(
+            report, variable, {k: v for k, v in values.items() if k != variable}, strict=False
+        )
+        per = _function_formulas(figures, xs, variable)
+        if any(per.values()):
+            found[variable] = per
+        left_out |= figures.left_out
+    if found and left_out:
+        found["left_out"] = sorted(left_out)
+    return found
+
+
 def solve(
     report: Report, variable: str, budget: str, limit: int, values: dict[str, int] | None = None
 ) -> Solution:
@@ -182,14 +254,14 @@ def solve(
     curve = [
         SolvePoint(x, figures.figure(x, "stock"), figures.figure(x, "memplan")) for x in sorted(xs)
     ]
-    formulas: dict[str, dict[str, str | None]] = {}
-    for build in BUILDS:
-        per = {"model": _affine([(p.value, getattr(p, build)) for p in curve], variable)}
-        for name in sorted(figures.functions(curve[0].value)[build]):
-            points = [(p.value, figures.functions(p.value)[build][name]) for p in curve]
-            if len({y for _, y in points}) > 1:  # only functions whose bytes depend on it
-                per[name] = _affine(points, variable)
-        formulas[build] = per
+    per_function = _function_formulas(figures, [p.value for p in curve], variable)
+    found_formulas = {
+        build: {
+            "model": _affine([(p.value, getattr(p, build)) for p in curve], variable),
+            **per_function[build],
+        }
+        for build in BUILDS
+    }
     notes = []
     for build in BUILDS:
         ys = [getattr(p, build) for p in curve]
@@ -212,6 +284,6 @@ def solve(
         largest,
         capped,
         curve,
-        formulas,
+        found_formulas,
         notes,
     )

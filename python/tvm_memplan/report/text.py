@@ -129,6 +129,32 @@ def _failures(report: Report, section: str) -> list[str]:
     return [f"  {f.text}" for f in section_failures(report, section)]
 
 
+def _formulas(report: Report) -> list[str]:
+    """The planned bytes of each function as formulas of the bounded shape variables."""
+    variables = [v for v in report.formulas if v != "left_out"]
+    if not variables:
+        return []
+    lines = [
+        "",
+        "Planned bytes as formulas of the bounded shape variables (both planners run again "
+        "with the bound from 1 to twice it, the others at theirs; exact at every point planned; "
+        "-: no one formula holds)",
+    ]
+    rows = []
+    for v in variables:
+        per = report.formulas[v]
+        for name in sorted(set(per["stock"]) | set(per["memplan"])):
+            rows.append((v, name, per["stock"].get(name) or "-", per["memplan"].get(name) or "-"))
+    lines += table(("variable", "function", "stock", "memplan"), rows)
+    left_out = report.formulas.get("left_out")
+    if left_out:
+        lines.append(
+            f"  without what depends on {', '.join(left_out)} (no bound, no value: give one with "
+            "--shape-var)"
+        )
+    return lines
+
+
 def _relax(report: Report) -> list[str]:
     if not report.relax:
         return []
@@ -170,6 +196,7 @@ def _relax(report: Report) -> list[str]:
         header += ("optimality",)
         rows = [(*row, optimal[i] or "-") for i, row in enumerate(rows)]
     lines += table(header, rows)
+    lines += _formulas(report)
     lines += _failures(report, "relax")
     tensors = largest_tensors(report)
     if tensors:

@@ -40,6 +40,7 @@ SECTIONS = {
         "plan.memplan",
         "pipeline.stock",
         "plan.stock",
+        "plan.formulas",
     ),
     "inplace": (
         "inplace.memplan.before_legalization",
