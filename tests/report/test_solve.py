@@ -6,6 +6,7 @@ budget."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
