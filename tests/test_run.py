@@ -478,3 +478,23 @@ def test_builds_run_under_the_tools_pass_context(tmp_path):
     assert "tirx.StorageRewrite" not in configured.traced.names
     assert configured.context["opt_level"] == 3
     assert bool(configured.context["config"]["tirx.disable_storage_rewrite"])
+
+
+def test_the_stand_ins_pipeline_ran_mlc_llm_order_with_ours(tmp_path):
+    """Recorded as `run` records it, the stand-in's one build ran its own pipeline's passes in
+    MLC-LLM's order, with ours in place of TVM's (the constructors it builds them with were
+    substituted process-wide)."""
+    from test_mlc_llm import MLC_LLM_ORDER, OURS
+
+    from tvm_memplan.run import recording_builds
+
+    with recording_builds() as builds, contextlib.redirect_stdout(io.StringIO()):
+        llm_compile.main(["--out", str(tmp_path / "outputs.npz")])
+    (build,) = builds
+    traced = build.traced
+    own = [
+        name
+        for name, nesting in zip(traced.names, traced.nesting, strict=True)
+        if nesting[-2:] == ("mlc_llm_pipeline", "sequential")
+    ]
+    assert own == [OURS.get(name, name) for name in MLC_LLM_ORDER]
