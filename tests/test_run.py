@@ -336,6 +336,7 @@ def test_report_files_must_be_html_or_json(tmp_path):
 
 def test_unknown_options_of_run():
     assert "unknown option --fast" in _one_line_error(["run", "--fast", "tool.py"])
+    assert "unknown option -x" in _one_line_error(["run", "-x", "tool.py"])
 
 
 # ---- optimality (issue 30's records) ---------------------------------------------------------

@@ -249,6 +249,8 @@ def _split(argv: list[str]) -> tuple[list[str], _Tool]:
             if i + 1 >= len(argv):
                 raise RunError(f"nothing to run: {USAGE}")
             return own, _Tool("script", argv[i + 1], argv[i + 2 :])
+        if arg.startswith("-") and not arg.startswith("--") and arg != "-":
+            raise RunError(f"unknown option {arg} (options: -m, {', '.join(OPTIONS)})")
         if arg.startswith("--"):
             flag, sep, _ = arg.partition("=")
             if flag not in OPTIONS:
