@@ -4,7 +4,9 @@ the same IR; as text, JSON or a self-contained HTML page, with a fit check for d
 
 Loading (``load_module``), building the data (``build_report``, into ``model.Report``) and
 rendering (``render_text``, ``render_html``, ``Report.to_json``) are separate steps, so every
-renderer shows the same figures; ``check_fit`` checks budgets on the same data. Parsing
+renderer shows the same figures; ``check_fit`` checks budgets on the same data, and ``solve``
+finds the largest bound of a shape variable that fits the VM budget (both planners run again).
+``builds`` says in a line what one build of a tool did (``tvm-memplan run``). Parsing
 command-line text belongs to ``tvm_memplan.cli``: these functions take parsed values.
 """
 
