@@ -11,7 +11,7 @@ from tvm.script import relax as R
 from tvm.script import tirx as T
 
 import tvm_memplan
-from tvm_memplan import pipeline
+from tvm_memplan import pass_names, pipeline
 from tvm_memplan.analysis import allocation_plan, placement_counts
 from tvm_memplan.instrument import trace
 from tvm_memplan.testing import (
@@ -678,3 +678,47 @@ def test_random_kernels_compute_what_the_stock_pipeline_computes(seed):
         # StorageRewrite merges the "global.stack" buffers into one array.
         merged = max(0, sum(scope == "global.stack" for scope, _ in buffers) - 1)
         assert len(c_stack_arrays(source)) == stack - merged
+
+
+def _planner_built_here() -> str:
+    return tvm.relax.transform.StaticPlanBlockMemory().info.name
+
+
+def test_process_wide_substitution_reaches_every_thread_and_ends():
+    """Within substituted_everywhere, a pass constructor called on any thread (one started
+    before the block, one started in it) builds ours; a thread inside `substituted` keeps its
+    own table; afterwards the stock constructor is back and builds TVM's pass again."""
+    stock = tvm.relax.transform.StaticPlanBlockMemory
+    seen: dict[str, str] = {}
+    go, done = threading.Event(), threading.Event()
+
+    def early():
+        go.wait(timeout=60)
+        seen["early"] = _planner_built_here()
+        done.set()
+
+    thread = threading.Thread(target=early)
+    thread.start()
+    with pipeline.substituted_everywhere() as used:
+        go.set()
+        done.wait(timeout=60)
+        late = threading.Thread(target=lambda: seen.setdefault("late", _planner_built_here()))
+        late.start()
+        late.join()
+        none = pipeline.Substitution(
+            tvm.relax.transform, "StaticPlanBlockMemory", lambda s, *a, **k: s(*a, **k)
+        )
+        with pipeline.substituted((none,), "test"):
+            seen["local"] = _planner_built_here()
+        assert (tvm.relax.transform.__name__, "StaticPlanBlockMemory") in used
+        nested = pytest.raises(RuntimeError, match="already substituted process-wide")
+        with nested, pipeline.substituted_everywhere():
+            pass
+    thread.join()
+    assert seen == {
+        "early": pass_names.PLANNER,
+        "late": pass_names.PLANNER,
+        "local": "StaticPlanBlockMemory",
+    }
+    assert tvm.relax.transform.StaticPlanBlockMemory is stock
+    assert _planner_built_here() == "StaticPlanBlockMemory"

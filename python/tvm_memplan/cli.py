@@ -12,7 +12,9 @@ from typing import Any
 
 import tvm
 
+from . import run
 from .report import (
+    BUDGET_ALIASES,
     BUDGETS,
     ReportError,
     UnfixedInputsError,
@@ -20,10 +22,18 @@ from .report import (
     render_html,
     render_text,
     run_report,
+    solvable_budget,
 )
 from .report.load import one_line, shape_text
 
-__all__ = ["main", "parse_budgets", "parse_input_shapes", "parse_shape_vars", "parse_size"]
+__all__ = [
+    "main",
+    "message",
+    "parse_budgets",
+    "parse_input_shapes",
+    "parse_shape_vars",
+    "parse_size",
+]
 
 
 class UsageError(Exception):
@@ -66,11 +76,12 @@ def parse_budgets(text: str) -> dict[str, int]:
     budgets: dict[str, int] = {}
     for item in text.split(","):
         name, sep, size = item.partition("=")
-        name = name.strip()
+        name = BUDGET_ALIASES.get(name.strip(), name.strip())
         if not sep or name not in BUDGETS:
             raise UsageError(
                 f"--fit {text!r}: {item.strip()!r} is not NAME=SIZE with NAME one of "
-                f"{', '.join(BUDGETS)} (for example vm=2MiB,stack=4KiB,total=16MiB)"
+                f"{', '.join([*BUDGETS, *BUDGET_ALIASES])} (for example "
+                "vm=2MiB,stack=4KiB,total=16MiB)"
             )
         if name in budgets:
             raise UsageError(f"--fit {text!r}: {name} is given twice")
@@ -171,8 +182,16 @@ def _parser() -> argparse.ArgumentParser:
         metavar="BUDGETS",
         help="check the memplan build against budgets, e.g. total=16MiB,vm=8MiB,stack=4KiB "
         f"(any subset of {', '.join(BUDGETS)}; bytes, or K, KiB, M, MiB, G, GiB); exit 1 "
-        "when one is exceeded",
+        "when one is exceeded; temp is vm (MLC-LLM's temporary buffer)",
     )
+    report.add_argument(
+        "--solve",
+        metavar="VARIABLE",
+        help="with --fit vm=SIZE (or temp=SIZE): the largest bound of this shape variable "
+        "(e.g. seq_len, the prefill chunk) for which each build's VM figure fits, planned again "
+        "at each value; other variables at their bounds unless given with --shape-var",
+    )
+    run.register(commands)
     return parser
 
 
@@ -180,7 +199,7 @@ def _progress(line: str) -> None:
     print(f"tvm-memplan: {line}", file=sys.stderr, flush=True)
 
 
-def _message(err: Exception) -> str:
+def message(err: Exception) -> str:
     """The error as the command line says it: with the flags that fix it."""
     if isinstance(err, UnfixedInputsError):
         example = " ".join(
@@ -195,15 +214,21 @@ def _message(err: Exception) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"]:  # from SCRIPT or -m MODULE on, the arguments are the tool's
+        return run.main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         budgets = parse_budgets(args.fit) if args.fit is not None else None
+        if args.solve is not None:
+            solvable_budget(args.solve, budgets or {})  # before the build: a usage error
         report = run_report(
             args.file,
             parse_target(args.target),
             input_shapes=parse_input_shapes(args.input_shape),
             shape_values=parse_shape_vars(args.shape_var),
             budgets=budgets,
+            solve_for=args.solve,
             progress=_progress,
         )
         if args.html:
@@ -212,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             except OSError as err:
                 raise ReportError(f"cannot write {args.html}: {err.strerror}") from err
     except (ReportError, UsageError) as err:
-        print(f"tvm-memplan: error: {_message(err)}", file=sys.stderr)
+        print(f"tvm-memplan: error: {message(err)}", file=sys.stderr)
         return 2
     print(json.dumps(report.to_json(), indent=2) if args.json else render_text(report))
     return 0 if report.fit is None or report.fit.fits else 1

@@ -55,10 +55,16 @@ def trace(
     stop_after: str | None = None,
     catch: bool = False,
     config: dict | None = None,
+    inherit: bool = False,
 ) -> PassTrace:
     """Call ``run()`` under a PassContext (with ``config``) holding the one instrument; end it
     before the pass named ``stop_before`` or after ``stop_after`` runs. An error of ``run()``
-    propagates, unless ``catch``: then it is recorded with the passes that were running."""
+    propagates, unless ``catch``: then it is recorded with the passes that were running.
+
+    ``inherit``: the PassContext is the current one's copy (its opt_level, required and
+    disabled passes, config, and instruments, which see one more enter and exit) with the
+    instrument added, so that ``run()`` builds as it would without the trace (``tvm-memplan
+    run`` traces a tool's builds under the tool's own PassContext)."""
     watched = set(watch)
     recorded = PassTrace()
     running: list[str] = []
@@ -95,7 +101,7 @@ def trace(
                 raise _StopError()
 
     try:
-        with tvm.transform.PassContext(config=config or {}, instruments=[Trace()]):
+        with _context(Trace(), config or {}, inherit):
             recorded.result = run()
     except Exception as err:
         if not stopped:
@@ -104,6 +110,19 @@ def trace(
             recorded.failing = list(running)
             recorded.error = err
     return recorded
+
+
+def _context(instrument, config: dict, inherit: bool) -> tvm.transform.PassContext:
+    if not inherit:
+        return tvm.transform.PassContext(config=config, instruments=[instrument])
+    current = tvm.transform.PassContext.current()
+    return tvm.transform.PassContext(
+        opt_level=current.opt_level,
+        required_pass=list(current.required_pass),
+        disabled_pass=list(current.disabled_pass),
+        instruments=[*current.instruments, instrument],
+        config={**dict(current.config), **config},
+    )
 
 
 def capture(

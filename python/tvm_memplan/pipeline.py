@@ -37,6 +37,7 @@ import tvm
 from . import pass_names, transform
 
 __all__ = [
+    "ALL_SUBSTITUTIONS",
     "HOST_FINALIZE_SUBSTITUTIONS",
     "MAIN_SUBSTITUTIONS",
     "PLANNER_SUBSTITUTIONS",
@@ -51,7 +52,9 @@ __all__ = [
     "memplan_relax_pipeline",
     "relax_pipeline",
     "stock_relax_pipeline",
+    "resolve_relax_pipeline",
     "substituted",
+    "substituted_everywhere",
 ]
 
 PIPELINE_NAME = "memplan"
@@ -104,23 +107,54 @@ HOST_FINALIZE_SUBSTITUTIONS: tuple[Substitution, ...] = (
 )
 
 
-# ---- substituting pass constructors, per thread ----------------------------------------------
+# ---- substituting pass constructors, per thread or process-wide -------------------------------
 
 _lock = threading.Lock()
 _installed: dict[tuple[str, str], tuple[Callable, int]] = {}  # key -> (stock constructor, users)
 _active = threading.local()  # .table: key -> Substitution, .used: set of keys
+# The process-wide table (``substituted_everywhere``): read by every thread that has no
+# substitution of its own for a key. Replaced whole, never mutated, so a read needs no lock.
+_everywhere: dict[tuple[str, str], Substitution] = {}
+_everywhere_used: set[tuple[str, str]] = set()
 
 
 def _dispatching(key: tuple[str, str], stock: Callable) -> Callable:
     @functools.wraps(stock)
     def constructor(*args, **kwargs):
         substitution = (getattr(_active, "table", None) or {}).get(key)
+        used = getattr(_active, "used", None)
+        if substitution is None:
+            substitution, used = _everywhere.get(key), _everywhere_used
         if substitution is None:
             return stock(*args, **kwargs)
-        _active.used.add(key)
+        with _lock:
+            used.add(key)
         return substitution.replace(stock, *args, **kwargs)
 
     return constructor
+
+
+def _install(substitutions: tuple[Substitution, ...]) -> None:
+    """Puts the dispatching constructor of each substitution in its module (once, however
+    many blocks use it)."""
+    with _lock:
+        for s in substitutions:
+            stock, users = _installed.get(s.key, (getattr(s.module, s.name), 0))
+            if users == 0:
+                setattr(s.module, s.name, _dispatching(s.key, stock))
+            _installed[s.key] = (stock, users + 1)
+
+
+def _uninstall(substitutions: tuple[Substitution, ...]) -> None:
+    """Gives each module its stock constructor back once the last block using it ends."""
+    with _lock:
+        for s in substitutions:
+            stock, users = _installed[s.key]
+            if users == 1:
+                setattr(s.module, s.name, stock)
+                del _installed[s.key]
+            else:
+                _installed[s.key] = (stock, users - 1)
 
 
 # Why a required substitution may not happen, when the stock pipeline itself was run.
@@ -136,12 +170,7 @@ def substituted(
     ``tvm_memplan.testing``) runs one with chosen passes replaced. The block receives the set
     of substitutions made (keys). When the block ends normally, a substitution that was
     required but never happened is an error naming `pipeline` and saying `missing`."""
-    with _lock:
-        for s in substitutions:
-            stock, users = _installed.get(s.key, (getattr(s.module, s.name), 0))
-            if users == 0:
-                setattr(s.module, s.name, _dispatching(s.key, stock))
-            _installed[s.key] = (stock, users + 1)
+    _install(substitutions)
     outer = getattr(_active, "table", None), getattr(_active, "used", None)
     _active.table = {s.key: s for s in substitutions}
     used = _active.used = set()
@@ -149,15 +178,32 @@ def substituted(
         yield used
     finally:
         _active.table, _active.used = outer
-        with _lock:
-            for s in substitutions:
-                stock, users = _installed[s.key]
-                if users == 1:
-                    setattr(s.module, s.name, stock)
-                    del _installed[s.key]
-                else:
-                    _installed[s.key] = (stock, users - 1)
+        _uninstall(substitutions)
     _check_used(substitutions, used, pipeline, missing)
+
+
+@contextlib.contextmanager
+def substituted_everywhere(substitutions: tuple[Substitution, ...] | None = None):
+    """Within the block, on every thread (those started before it and during it), the stock
+    pass constructors of `substitutions` (default: ``ALL_SUBSTITUTIONS``) build ours, wherever
+    a pipeline is built: by name, TVM's defaults, or one that builds its passes as it runs
+    (MLC-LLM's). A thread inside ``substituted`` uses its own table for the keys it has. The
+    block receives the set of substitutions made so far (keys, from any thread); when it ends,
+    every module has its stock constructor back. Only one such block at a time."""
+    global _everywhere
+    substitutions = ALL_SUBSTITUTIONS if substitutions is None else substitutions
+    table = {s.key: s for s in substitutions}
+    with _lock:
+        if _everywhere:
+            raise RuntimeError("pass constructors are already substituted process-wide")
+        _everywhere_used.clear()
+        _everywhere = table  # under the lock: a second block started meanwhile is refused
+    _install(substitutions)
+    try:
+        yield _everywhere_used
+    finally:
+        _everywhere = {}
+        _uninstall(substitutions)
 
 
 def _check_used(
@@ -300,6 +346,9 @@ def _with_planner_options(options: dict) -> tuple[RelaxReplacement, ...]:
 RELAX_SUBSTITUTIONS = tuple(r.substitution() for r in RELAX_REPLACEMENTS)
 # Our planner alone, in place of TVM's (what tvm_memplan.testing compares planners with).
 PLANNER_SUBSTITUTIONS: tuple[Substitution, ...] = RELAX_SUBSTITUTIONS[:1]
+#: Every substitution of the "memplan" pipelines, TIR and Relax: what ``substituted_everywhere``
+#: makes for ``tvm-memplan run``.
+ALL_SUBSTITUTIONS = RELAX_SUBSTITUTIONS + MAIN_SUBSTITUTIONS + HOST_FINALIZE_SUBSTITUTIONS
 
 
 def _replace_built_passes(
@@ -340,13 +389,15 @@ def _check_base(base) -> None:
         )
 
 
-def _resolve(base, target: tvm.target.Target | None) -> list[tvm.transform.Pass]:
-    # Names are resolved when the pipeline runs: "default" depends on the target.
+def resolve_relax_pipeline(base, target: tvm.target.Target | None) -> list[tvm.transform.Pass]:
+    """The stock passes a Relax pipeline argument stands for (a name, a Pass or a list of
+    them), as ``relax.build`` resolves it for ``target``; names are resolved when the pipeline
+    runs: "default" depends on the target."""
     if isinstance(base, str):
         return [stock_relax_pipeline(target) if base == "default" else tvm.relax.get_pipeline(base)]
     if isinstance(base, tvm.transform.Pass):
         return [base]
-    return [p for item in base for p in _resolve(item, target)]
+    return [p for item in base for p in resolve_relax_pipeline(item, target)]
 
 
 def relax_pipeline(base="default", *, planner_options: dict | None = None) -> tvm.transform.Pass:
@@ -386,7 +437,7 @@ def relax_pipeline(base="default", *, planner_options: dict | None = None) -> tv
 
     @tvm.transform.module_pass(opt_level=0, name="tvm_memplan.MemplanRelaxPipeline")
     def pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
-        passes = _resolve(base, tvm.target.Target.current(allow_none=True))
+        passes = resolve_relax_pipeline(base, tvm.target.Target.current(allow_none=True))
         missing = (
             _STOCK_CHANGED
             if base == "default"

@@ -1829,3 +1829,46 @@ def test_keeps_a_buffer_var_allocated_twice():
     assert [r.reason for r in regions] == ["it is defined more than once"]
     mod = _module(func)
     assert CompactBufferAllocation()(mod)["main"].same_as(mod["main"])
+
+
+@T.prim_func(s_tir=True)
+def _lm_head_gemv(x: T.Buffer((1, 1, 4096), "float16"), w_h: T.handle, out_h: T.handle):
+    # MLC-LLM's lm_head at Llama-3-8B shapes as dlight's CPU GEMV rule schedules it (the kernel
+    # `fused_NT_matmul14_cast2` of zoo/llm.py's LLAMA3_8B build): an int32 vocab_size.
+    vocab_size = T.int32()
+    w = T.match_buffer(w_h, (vocab_size, 4096), "float16")
+    out = T.match_buffer(out_h, (1, 1, vocab_size), "float32")
+    acc = T.sblock_alloc_buffer((1, 1, vocab_size), "float16")
+    for i0 in T.parallel((vocab_size + 63) // 64):
+        for i1 in T.vectorized(64):
+            for k0, k1 in T.grid(64, 64):
+                with T.sblock("matmul"):
+                    T.where(i0 * 64 + i1 < vocab_size)
+                    T.reads(x[0, 0, k0 * 64 + k1], w[i0 * 64 + i1, k0 * 64 + k1])
+                    T.writes(acc[0, 0, i0 * 64 + i1])
+                    if k0 * 64 + k1 == 0:
+                        acc[0, 0, i0 * 64 + i1] = T.float16(0.0)
+                    acc[0, 0, i0 * 64 + i1] = (
+                        acc[0, 0, i0 * 64 + i1]
+                        + x[0, 0, k0 * 64 + k1] * w[i0 * 64 + i1, k0 * 64 + k1]
+                    )
+    for j in range(vocab_size):
+        with T.sblock("cast"):
+            T.reads(acc[0, 0, j])
+            T.writes(out[0, 0, j])
+            out[0, 0, j] = T.Cast("float32", acc[0, 0, j])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="found by `tvm-memplan run` on the zoo's Llama-3-8B build (issue 32): our pass "
+    "raises 'Literal value 2147483648 exceeds range of int32' on a parallel GEMV over an int32 "
+    "symbolic extent, where TVM's pass compacts; the whole build fails there",
+)
+def test_a_gemv_over_an_int32_symbolic_extent_compacts_as_stock_does():
+    """A parallel, vectorized GEMV whose extent is an int32 shape variable (vocab_size): the
+    pass runs, as TVM's does on the same PrimFunc."""
+    mod = tvm.IRModule({"main": _lm_head_gemv})
+    tvm.s_tir.transform.CompactBufferAllocation()(mod)  # TVM's pass compacts it
+    CompactBufferAllocation()(mod)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import tvm
@@ -27,7 +28,7 @@ import tvm_ffi
 
 from .. import analysis, pass_names, pipeline
 from ..instrument import PassTrace, trace
-from . import needs, origins
+from . import needs, origins, solve
 from .load import LoadedModel, ReportError, one_line
 from .model import (
     Buffer,
@@ -41,12 +42,14 @@ from .model import (
 )
 from .needs import placement_of
 
-__all__ = ["build_report", "stage"]
+__all__ = ["INPLACE_RUNS", "OUR_PLANNER", "RECORDED_PASSES", "ToolBuild", "build_report", "stage"]
 
 _OUR_COMPACTION = pass_names.COMPACTION
 _OUR_PLACEMENT = pass_names.PLACEMENT
 # Where placement is decided in the memplan build: our tagging runs right before it.
 _STOCK_PLACEMENT_POINT = "tirx.StorageRewrite"
+# TVM's planner, as its pass is named.
+_STOCK_PLANNER = "StaticPlanBlockMemory"
 # The last of our passes in the memplan build (host finalization): after it, code generation.
 _OUR_LAST_PASS = pass_names.LOWER_BUILTIN
 
@@ -116,8 +119,11 @@ def _compile_capturing(
     end it before the pass ``stop_before`` or after the pass ``stop_after`` (what follows, code
     generation above all, is no memory pass); a failure is recorded (``failing``, ``error``).
     A name is a pass name, or "Outer/Inner": pass Inner run by pass Outer (one pass name can run
-    at several places of a pipeline)."""
-    return trace(run, names, stop_before=stop_before, stop_after=stop_after, catch=True)
+    at several places of a pipeline). It runs under the current PassContext's settings (the
+    tool's, for a build ``tvm-memplan run`` recorded)."""
+    return trace(
+        run, names, stop_before=stop_before, stop_after=stop_after, catch=True, inherit=True
+    )
 
 
 def _relax_functions(mod: tvm.IRModule) -> dict[str, tvm.relax.Function]:
@@ -147,7 +153,7 @@ def _calls_relax_functions(mod: tvm.IRModule) -> bool:
 # The memplan build's Relax pipeline (docs/pipelines.md): our in-place pass runs twice, each run
 # inside the Sequential that puts it before a stock pass; then our planner.
 _INPLACE_PASS = pass_names.INPLACE
-_INPLACE_RUNS = (
+INPLACE_RUNS = (
     (
         "before_legalization",
         f"{pass_names.LEGALIZE}/{_INPLACE_PASS}",
@@ -159,7 +165,15 @@ _INPLACE_RUNS = (
         "before RewriteDataflowReshape, on call_tir of the final (fused, scheduled) PrimFuncs",
     ),
 )
-_OUR_PLANNER = pass_names.PLANNER
+OUR_PLANNER = pass_names.PLANNER
+#: What a build is traced for when ``tvm-memplan run`` records it: the report of the memplan
+#: side reads these modules of the real build (``ToolBuild``).
+RECORDED_PASSES = (
+    *(path for _, path, _ in INPLACE_RUNS),
+    OUR_PLANNER,
+    _OUR_COMPACTION,
+    _OUR_PLACEMENT,
+)
 _NOT_ON_GPUS = (
     "not run on GPU targets: their pipelines schedule what they legalize (dlight), so calls "
     "go in place after scheduling only"
@@ -173,20 +187,58 @@ def _inside(stack: list[str], path: str) -> bool:
     return any(stack[i : i + len(parts)] == parts for i in range(len(stack)))
 
 
+@dataclass
+class ToolBuild:
+    """A build a tool made under ``tvm-memplan run``: the report reads its memplan side off the
+    trace of the real build (``RECORDED_PASSES``: what our in-place runs, our planner, our
+    compaction and our placement received and returned), and makes its stock side with the
+    tool's own pipelines, as the tool passed them, without our passes."""
+
+    traced: PassTrace
+    #: The tool's ``relax_pipeline`` (a name, a Pass, a callable, a list, or None).
+    relax_pipeline: Any = "default"
+    #: The tool's ``tir_pipeline``.
+    tir_pipeline: Any = "default"
+
+
+def _run_relax_pipeline(base, mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    """``mod`` through a Relax pipeline as ``relax.build`` runs the argument it is given."""
+    with target:
+        if base is None:
+            return mod
+        if isinstance(base, str | list | tuple | tvm.transform.Pass):
+            for p in pipeline.resolve_relax_pipeline(base, target):
+                mod = p(mod)
+            return mod
+        return base(mod)
+
+
 class _RelaxBuilds:
     """The Relax side of both builds: in-place passes, the planner's input, the plans."""
 
-    def __init__(self, mod: tvm.IRModule, target: tvm.target.Target, stages: _Stages):
-        self.mod, self.target, self.stages = mod, target, stages
+    def __init__(
+        self,
+        mod: tvm.IRModule,
+        target: tvm.target.Target,
+        stages: _Stages,
+        tool: ToolBuild | None = None,
+    ):
+        self.mod, self.target, self.stages, self.tool = mod, target, stages, tool
         self.notes: list[str] = []
         self.runs: list[InplaceRun] = []
         # The memplan build: its Relax pipeline up to our planner, each in-place run recorded.
-        self.memplan_input = self._memplan_pipeline()
+        self.memplan_input = self._memplan_pipeline(tool.traced if tool is not None else None)
         self.memplan_failed = any(
-            stages.failure(f"inplace.memplan.{name}") for name, _, _ in _INPLACE_RUNS
+            stages.failure(f"inplace.memplan.{name}") for name, _, _ in INPLACE_RUNS
         )
         self.stock_mod = None
-        if "gpu" in target.keys:
+        if tool is not None:
+            # The stock build is the tool's own: its pipeline as it is, no pass added.
+            self.notes.append(
+                "the stock build is the tool's Relax pipeline as the tool ran it, without "
+                "tvm-memplan's passes (and without an in-place pass of TVM's it does not run)"
+            )
+        elif "gpu" in target.keys:
             # As in the memplan build: dlight cannot schedule the in-place PrimFuncs the pass
             # makes before legalization, and the stock GPU build would fail.
             self.notes.append(
@@ -211,7 +263,10 @@ class _RelaxBuilds:
                     f"({TVMS} DataflowUseInplaceCalls fails on this model)"
                 )
         # The IR the stock planner receives in the stock build.
-        self.stock_input = self._planner_input("stock", self.stock_mod or mod)
+        if tool is None:
+            self.stock_input = self._planner_input("stock", self.stock_mod or mod)
+        else:
+            self.stock_input = self._tool_planner_input(mod, tool.relax_pipeline)
         self.ours_plans = self._plans(
             "plan.memplan", f"{OURS} StaticPlanBlockMemory", self.memplan_input
         )
@@ -219,7 +274,9 @@ class _RelaxBuilds:
             "plan.stock", f"{TVMS} StaticPlanBlockMemory", self.stock_input
         )
         self.none_plans = None
-        if self.stock_mod is not None or any(r.conversions for r in self.runs):
+        if tool is not None:
+            self.none_plans = self.stock_plans  # the tool's build has no in-place pass
+        elif self.stock_mod is not None or any(r.conversions for r in self.runs):
             none_input = self._planner_input("none", mod)
             self.none_plans = self._plans("plan.none", f"{TVMS} StaticPlanBlockMemory", none_input)
         self.copies_plans = None
@@ -231,21 +288,30 @@ class _RelaxBuilds:
                 copy_free_concat=False,
             )
 
-    def _memplan_pipeline(self) -> tvm.IRModule | None:
+    def _memplan_pipeline(self, captured: PassTrace | None) -> tvm.IRModule | None:
         """The memplan build's Relax pipeline up to our planner: what each in-place run
         receives and returns (``self.runs``), and what the planner receives. When one of our
         runs fails, the failure is recorded and the planner's input is TVM's pipeline on what
-        the runs before it returned."""
-        names = [path for _, path, _ in _INPLACE_RUNS] + [_OUR_PLANNER]
+        the runs before it returned. ``captured``: the trace of a real build (a tool's),
+        read instead of running the default pipeline."""
+        names = [path for _, path, _ in INPLACE_RUNS] + [OUR_PLANNER]
 
         def run():
             with self.target:
                 pipeline.relax_pipeline("default")(self.mod)
 
-        captured = _compile_capturing(run, names, stop_before=_OUR_PLANNER)
+        if captured is None:
+            captured = _compile_capturing(run, names, stop_before=OUR_PLANNER)
+        elif captured.error is None and OUR_PLANNER not in captured.before:
+            self.stages.failed(
+                "pipeline.memplan",
+                "the tool's Relax pipeline",
+                "it runs no StaticPlanBlockMemory, so tvm-memplan's planner never ran",
+            )
+            return None
         last = self.mod  # what the last run that did not fail returned
         failed = False
-        for name, path, where in _INPLACE_RUNS:
+        for name, path, where in INPLACE_RUNS:
             record = InplaceRun(name, where, None)
             self.runs.append(record)
             what = f"{OURS} DataflowUseInplaceCalls ({where.split(',')[0]})"
@@ -278,7 +344,7 @@ class _RelaxBuilds:
                     record.candidates[fname] = [] if found is None else found
                     record.callees[fname] = _callees(func)
         if captured.error is None:
-            return captured.before[_OUR_PLANNER]
+            return captured.before[OUR_PLANNER]
         if not failed:
             innermost = captured.failing[-1] if captured.failing else "the pipeline"
             owner = OURS if innermost.startswith("tvm_memplan") else TVMS
@@ -298,6 +364,24 @@ class _RelaxBuilds:
         # The options the memplan pipeline gives the run (pipeline.py); gpu=None: the target.
         with self.target:
             return analysis.inplace_candidates(func, mod, planner="memplan", gpu=gpu)
+
+    def _tool_planner_input(self, mod: tvm.IRModule, base) -> tvm.IRModule | None:
+        """What TVM's planner receives in the tool's Relax pipeline without our passes."""
+        captured = _compile_capturing(
+            lambda: _run_relax_pipeline(base, mod, self.target),
+            [_STOCK_PLANNER],
+            stop_before=_STOCK_PLANNER,
+        )
+        if _STOCK_PLANNER in captured.before:
+            return captured.before[_STOCK_PLANNER]
+        self.stages.failed(
+            "pipeline.stock",
+            f"{TVMS} build with the tool's Relax pipeline",
+            one_line(captured.error)
+            if captured.error is not None
+            else "the pipeline runs no StaticPlanBlockMemory",
+        )
+        return None
 
     def _planner_input(self, build: str, mod: tvm.IRModule | None) -> tvm.IRModule | None:
         if mod is None:
@@ -513,8 +597,32 @@ def _compile_tir(
     target: tvm.target.Target,
     stages: _Stages,
     progress,
+    tool: ToolBuild | None = None,
 ) -> tuple[dict[str, tvm.IRModule], dict[str, tvm.IRModule]]:
-    """What the TIR passes receive in each build."""
+    """What the TIR passes receive in each build (in a tool's build: the memplan side as the
+    real build's trace recorded it, the stock side built with the tool's pipelines)."""
+    if tool is not None:
+        tir = tool.tir_pipeline if tool.tir_pipeline != pipeline.PIPELINE_NAME else "default"
+
+        def build():
+            if _relax_functions(mod):
+                return tvm.compile(
+                    mod, target=target, relax_pipeline=tool.relax_pipeline, tir_pipeline=tir
+                )
+            return tvm.compile(mod, target=target, tir_pipeline=tir)
+
+        with _announced("compiling with the tool's pipelines", progress):
+            stock = _compile_capturing(
+                build, [_STOCK_PLACEMENT_POINT], stop_before=_STOCK_PLACEMENT_POINT
+            )
+        if stock.error is not None:
+            failing = stock.failing[-1] if stock.failing else None
+            stages.failed(
+                "compile.stock",
+                f"{TVMS} {_pass_title(failing)} (in the stock build)",
+                one_line(stock.error),
+            )
+        return dict(tool.traced.before), stock.before
     with _announced('compiling with the "memplan" pipelines', progress):
         if relax is not None and relax.memplan_failed:
             # An in-place run of ours fails: the memplan TIR pipeline on the module without it.
@@ -561,10 +669,12 @@ def build_report(
     source: str = "",
     shape_values: dict[str, int] | None = None,
     progress: Callable[[str], None] | None = None,
+    tool: ToolBuild | None = None,
 ) -> Report:
     """The report as data. ``shape_values`` gives values to symbolic shape variables (bounded
     ones default to their bound). ``progress`` receives a line for each stage that takes more
-    than a second."""
+    than a second. ``tool``: the report of a build a tool made (``tvm-memplan run``), its
+    memplan side read off that build, its stock side the tool's pipelines without ours."""
     if isinstance(loaded, tvm.IRModule):
         loaded = LoadedModel(loaded)
     mod = loaded.mod
@@ -572,8 +682,8 @@ def build_report(
     bindings = origins.binding_origins(mod, loaded.sources)
     relax = None
     if _relax_functions(mod):
-        relax = _RelaxBuilds(mod, target, stages)
-    memplan_tir, stock_tir = _compile_tir(mod, relax, target, stages, progress)
+        relax = _RelaxBuilds(mod, target, stages, tool)
+    memplan_tir, stock_tir = _compile_tir(mod, relax, target, stages, progress, tool)
     writers: dict[str, list[origins.Origin]] = {}
     for planned in (relax.memplan_input, relax.stock_input) if relax is not None else ():
         if planned is None:
@@ -597,4 +707,13 @@ def build_report(
         failures=stages.failures,
     )
     report.summary = needs.summary(report, relax, shape_values or {})
+    report.target_object = target
+    if relax is not None:
+        report.planner_inputs = {"stock": relax.stock_input, "memplan": relax.memplan_input}
+        found = stages.run(
+            "plan.formulas",
+            "both planners with the shape variables' bounds changed",
+            lambda: solve.formulas(report, shape_values),
+        )
+        report.formulas = found or {}
     return report

@@ -20,9 +20,11 @@ from .needs import placement_of
 from .origins import describe
 from .views import concat_call, concats_of, lift
 
-__all__ = ["BUDGETS", "UnknownSizesError", "check_fit"]
+__all__ = ["BUDGETS", "BUDGET_ALIASES", "UnknownSizesError", "check_fit"]
 
 BUDGETS = ("weights", "vm", "workspace", "stack", "total")
+#: Other names of a budget: MLC-LLM calls the VM figure its "temporary buffer".
+BUDGET_ALIASES = {"temp": "vm"}
 CONTRIBUTORS = 5
 
 

@@ -27,6 +27,7 @@ from .views import (
     kernel_groups,
     largest_tensors,
     lift,
+    optimality_text,
     placement_totals,
     plan_bytes,
     section_failures,
@@ -300,6 +301,62 @@ def _timeline(index: int, f: RelaxFunction) -> Timeline | None:
     )
 
 
+@dataclass(frozen=True)
+class Curve:
+    """The solved variable's curve: bytes of each build against the variable's value, the
+    budget and each build's answer."""
+
+    width: int
+    height: int
+    #: Per build, the SVG path of its figure.
+    paths: dict[str, str]
+    #: (x, y, value, build, bytes) of each point, for the tooltips.
+    points: list[tuple[float, float, int, str, int]]
+    budget_y: float
+    #: Per build, the x of its answer (None: nothing fits).
+    answers: dict[str, float | None]
+    x_ticks: list[tuple[float, str]]
+    y_ticks: list[tuple[float, str]]
+
+
+CURVE_HEIGHT = 260
+
+
+def _curve(solution) -> Curve | None:
+    if solution is None or not solution.curve:
+        return None
+    xs = [p.value for p in solution.curve]
+    top = max(solution.limit, *(max(p.stock, p.memplan) for p in solution.curve), 1)
+    x_max = max(xs[-1], 1)
+
+    def x(value: float) -> float:
+        return MARGIN_LEFT + PLOT_WIDTH * value / x_max
+
+    def y(nbytes: float) -> float:
+        return MARGIN_TOP + CURVE_HEIGHT - CURVE_HEIGHT * nbytes / top
+
+    paths, points = {}, []
+    for build in ("stock", "memplan"):
+        steps = []
+        for i, p in enumerate(solution.curve):
+            value = getattr(p, build)
+            steps.append(f"{'M' if i == 0 else 'L'}{x(p.value):.2f},{y(value):.2f}")
+            points.append((x(p.value), y(value), p.value, build, value))
+        paths[build] = " ".join(steps)
+    answers = {b: None if n is None else x(n) for b, n in solution.largest.items()}
+    step = max(1, x_max // 8)
+    return Curve(
+        width=MARGIN_LEFT + PLOT_WIDTH + MARGIN_RIGHT,
+        height=MARGIN_TOP + CURVE_HEIGHT + MARGIN_BOTTOM,
+        paths=paths,
+        points=points,
+        budget_y=y(solution.limit),
+        answers=answers,
+        x_ticks=[(x(v), str(v)) for v in range(0, x_max + 1, step)],
+        y_ticks=[(MARGIN_TOP + t, label) for t, label in _ticks(top, CURVE_HEIGHT)],
+    )
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("tvm_memplan.report", "templates"),
@@ -318,6 +375,7 @@ def _environment() -> jinja2.Environment:
     env.globals["plan_bytes"] = plan_bytes
     env.globals["tensor_bytes"] = tensor_bytes
     env.globals["lift"] = lift
+    env.globals["optimality"] = optimality_text
     return env
 
 
@@ -345,6 +403,7 @@ def render_html(report: Report) -> str:
                 for section in ("relax", "inplace", "compaction", "placement")
             },
             top=TOP,
+            curve=_curve(report.solution),
             geometry={
                 "left": MARGIN_LEFT,
                 "top": MARGIN_TOP,

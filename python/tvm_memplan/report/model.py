@@ -30,6 +30,8 @@ __all__ = [
     "Needs",
     "RelaxFunction",
     "Report",
+    "SolvePoint",
+    "Solution",
     "Summary",
     "Weight",
 ]
@@ -299,6 +301,45 @@ class FitResult:
     budgets: list[FitBudget]
 
 
+@dataclass(frozen=True)
+class SolvePoint:
+    """The VM figure of each build with the solved variable's bound at ``value`` (the
+    functions planned again at that bound)."""
+
+    value: int
+    stock: int
+    memplan: int
+
+
+@dataclass
+class Solution:
+    """The largest value of a shape variable (its ``tir_var_upper_bound``: for an LLM's
+    ``seq_len``, the prefill chunk it is compiled with) for which each build's VM figure fits a
+    budget: every figure is the planners' own, the functions planned again at that bound
+    (``solve.solve``)."""
+
+    variable: str
+    #: The budget solved for ("vm") and its limit in bytes.
+    budget: str
+    limit: int
+    #: The other shape variables' values (their bound, or the value given).
+    values: dict[str, int]
+    #: The variable's bound as built (the largest of the functions'; None: unbounded).
+    bound: int | None
+    #: Per build ("stock": TVM's planner in the stock build, "memplan": ours), the largest
+    #: value that fits; None when not even 1 does.
+    largest: dict[str, int | None]
+    #: Per build, whether the search stopped at ``solve.CAP`` still fitting.
+    capped: dict[str, bool]
+    #: The figures at the points planned, by value (the curve of the page).
+    curve: list[SolvePoint]
+    #: Per build, the model's figure and each function's planned bytes as a formula of the
+    #: variable (``a*seq_len + b``), where one holds at every point of the curve (None where
+    #: none does: the curve shows the figures).
+    formulas: dict[str, dict[str, str | None]]
+    notes: list[str] = field(default_factory=list)
+
+
 @dataclass
 class Report:
     input: str
@@ -315,6 +356,18 @@ class Report:
     failures: list[Failure] = field(default_factory=list)
     seconds: float | None = None
     fit: FitResult | None = None
+    solution: Solution | None = None
+    #: Per bounded shape variable, per build, each function whose planned bytes depend on it:
+    #: its bytes as a formula of the variable (``solve.formulas``: both planners run again with
+    #: the bound from 1 to twice it); ``"left_out"``: variables without a bound or a value whose
+    #: sizes the bytes leave out.
+    formulas: dict[str, Any] = field(default_factory=dict)
+    #: What the solver plans again: each build's planner input ("stock", "memplan") and the
+    #: target (not in the JSON).
+    planner_inputs: dict[str, Any] = field(
+        default_factory=dict, repr=False, metadata={"json": False}
+    )
+    target_object: Any = field(default=None, repr=False, metadata={"json": False})
 
     def to_json(self) -> dict[str, Any]:
         """Plain data, as `--json` prints it."""

@@ -237,7 +237,7 @@ def _at(size, values: dict[str, int]):
     return size if value is None else value
 
 
-def _plan_vars(plan) -> set[str]:
+def plan_vars(plan) -> set[str]:
     """The shape variables a plan's sizes depend on."""
     found = set(sizes.free_vars(plan.planned_size)) | set(sizes.free_vars(plan.stock_size))
     for t in plan.tensors:
@@ -252,7 +252,7 @@ def _evaluated(plan, values: dict[str, int]):
     every variable they depend on has a value; otherwise None."""
     if plan is None:
         return None
-    needed = _plan_vars(plan)
+    needed = plan_vars(plan)
     if not needed or needed - set(values):
         return None
     return analysis.memory_plan_at(plan, {name: values[name] for name in sorted(needed)})
@@ -273,6 +273,10 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
     """The memory each build needs, per function and in total; evaluates the Relax plans and
     the kernels at the shape values (``RelaxFunction.plan_at``, ``Kernel.workspace``)."""
     module_bounds = bounds(relax.mod) if relax is not None else {}
+    # A pipeline may attach the bounds itself (MLC-LLM's does): those the planner saw count.
+    for planned in (relax.stock_input, relax.memplan_input) if relax is not None else ():
+        for function, found in (bounds(planned) if planned is not None else {}).items():
+            module_bounds[function] = {**module_bounds.get(function, {}), **found}
     # Kernels: at the largest bound of any function (the peak over the functions' calls).
     kernel_values: dict[str, int] = {}
     for found in module_bounds.values():

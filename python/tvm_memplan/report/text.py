@@ -4,7 +4,7 @@ first, each failing pass in its own rows."""
 from __future__ import annotations
 
 from .format import bytes_text, ratio, shape
-from .model import FitResult, Needs, Report, Summary
+from .model import FitResult, Needs, Report, Solution, Summary
 from .origins import describe
 from .views import (
     at_values,
@@ -13,13 +13,14 @@ from .views import (
     kernel_groups,
     largest_tensors,
     lift,
+    optimality_text,
     placement_totals,
     plan_bytes,
     section_failures,
     tensor_bytes,
 )
 
-__all__ = ["fit_lines", "render_text", "summary_lines"]
+__all__ = ["fit_lines", "render_text", "solve_lines", "summary_lines"]
 
 #: Rows a long table shows before "... N more" (--json and --html list all).
 TOP = 12
@@ -128,11 +129,40 @@ def _failures(report: Report, section: str) -> list[str]:
     return [f"  {f.text}" for f in section_failures(report, section)]
 
 
+def _formulas(report: Report) -> list[str]:
+    """The planned bytes of each function as formulas of the bounded shape variables."""
+    variables = [v for v in report.formulas if v != "left_out"]
+    if not variables:
+        return []
+    lines = [
+        "",
+        "Planned bytes as formulas of the bounded shape variables (both planners run again "
+        "with the bound from 1 to twice it, the others at theirs; exact at every point planned; "
+        "-: no one formula holds)",
+    ]
+    rows = []
+    for v in variables:
+        per = report.formulas[v]
+        for name in sorted(set(per["stock"]) | set(per["memplan"])):
+            rows.append((v, name, per["stock"].get(name) or "-", per["memplan"].get(name) or "-"))
+    lines += table(("variable", "function", "stock", "memplan"), rows)
+    left_out = report.formulas.get("left_out")
+    if left_out:
+        lines.append(
+            f"  without what depends on {', '.join(left_out)} (no bound, no value: give one with "
+            "--shape-var)"
+        )
+    return lines
+
+
 def _relax(report: Report) -> list[str]:
     if not report.relax:
         return []
     lines = ["", "Relax memory plans (StaticPlanBlockMemory), after each build's in-place pass"]
     rows = []
+    # How optimal each plan is, where the planner's records say.
+    optimal = [optimality_text(f.plan) for f in report.relax]
+    says = any(o is not None for o in optimal)
     for f in report.relax:
         plan = f.plan_at or f.plan
         if plan is None:
@@ -162,7 +192,11 @@ def _relax(report: Report) -> list[str]:
         "planner",
         "stock build",
     )
+    if says:
+        header += ("optimality",)
+        rows = [(*row, optimal[i] or "-") for i, row in enumerate(rows)]
     lines += table(header, rows)
+    lines += _formulas(report)
     lines += _failures(report, "relax")
     tensors = largest_tensors(report)
     if tensors:
@@ -424,6 +458,46 @@ def fit_lines(fit: FitResult) -> list[str]:
     return lines
 
 
+_BUILD_NAMES = {"stock": "stock (TVM's planner)", "memplan": "memplan (ours)"}
+
+
+def solve_lines(s: Solution) -> list[str]:
+    """The largest value of the variable that fits, per build, with the figures at the answer
+    and one past it, and the figures as formulas of the variable."""
+    others = ", ".join(f"{k}={v}" for k, v in s.values.items()) or "none"
+    bound = f"built with {s.variable} <= {s.bound}" if s.bound is not None else "unbounded"
+    lines = [
+        f"Solve {s.variable} for {s.budget} <= {s.limit} B ({bound}; other variables: {others}); "
+        f"both planners run again at each {s.variable}"
+    ]
+    points = {p.value: p for p in s.curve}
+    rows = []
+    for build in ("stock", "memplan"):
+        n = s.largest[build]
+        if n is None:
+            rows.append((_BUILD_NAMES[build], "none: 1 does not fit", "", ""))
+            continue
+        past = points.get(n + 1)
+        rows.append(
+            (
+                _BUILD_NAMES[build],
+                f"up to {n}" + (" (the search stops there)" if s.capped[build] else ""),
+                f"{getattr(points[n], build)} B at {n}",
+                f"{getattr(past, build)} B at {n + 1}" if past is not None else "",
+            )
+        )
+    lines += table(("", f"{s.variable} that fits", "figure", "past it"), rows)
+    lines.append(f"  as a formula of {s.variable} (exact at every point planned):")
+    names = [k for k in s.formulas["memplan"] if k != "model"]
+    rows = [
+        (name, s.formulas["stock"].get(name) or "-", s.formulas["memplan"].get(name) or "-")
+        for name in ["model", *names]
+    ]
+    lines += table(("", "stock", "memplan"), rows, indent="    ")
+    lines += [f"  note: {note}" for note in s.notes]
+    return lines
+
+
 def render_text(report: Report) -> str:
     lines = [f"tvm-memplan report: {report.input} (target {report.target})", ""]
     lines += summary_lines(report.summary)
@@ -438,4 +512,6 @@ def render_text(report: Report) -> str:
     lines += _totals(report)
     if report.fit is not None:
         lines += ["", *fit_lines(report.fit)]
+    if report.solution is not None:
+        lines += ["", *solve_lines(report.solution)]
     return "\n".join(lines)

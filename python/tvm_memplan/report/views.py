@@ -11,6 +11,8 @@ from .model import Failure, Kernel, Report
 from .needs import placement_of
 
 __all__ = [
+    "optimality_of",
+    "optimality_text",
     "ConcatRow",
     "Group",
     "tensor_bytes",
@@ -38,6 +40,7 @@ SECTIONS = {
         "plan.memplan",
         "pipeline.stock",
         "plan.stock",
+        "plan.formulas",
     ),
     "inplace": (
         "inplace.memplan.before_legalization",
@@ -49,6 +52,24 @@ SECTIONS = {
     "compaction": ("compile.memplan", "compaction.memplan", "compaction.stock"),
     "placement": ("compile.memplan", "compile.stock", "placement.memplan", "placement.stock"),
 }
+
+
+def optimality_of(plan) -> tuple[str | None, int | None]:
+    """How optimal a plan is, where the planner says: ``FunctionMemoryPlan.optimality``
+    ("at_bound", "proven_minimum" or "best_found") and the gap to the bound in bytes; (None,
+    None) from a planner whose records have no such fields. The one place they are read."""
+    code = getattr(plan, "optimality", None) if plan is not None else None
+    gap = getattr(plan, "optimality_gap_bytes", None) if plan is not None else None
+    return (None if code is None else str(code)), (None if gap is None else int(gap))
+
+
+def optimality_text(plan) -> str | None:
+    """``optimality_of`` as the renderers show it: "at_bound", "best_found (+64 B)"; None
+    from a planner that does not say."""
+    code, gap = optimality_of(plan)
+    if code is None:
+        return None
+    return f"{code} (+{gap} B)" if gap else code
 
 
 def section_failures(report: Report, section: str) -> list[Failure]:
