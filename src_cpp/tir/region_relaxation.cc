@@ -155,6 +155,10 @@ void EstimatedRanges(const LoopRanges& ranges, const RelaxationScope& scope,
   // Ranges of the relaxed loops, outermost first: a range that names an outer relaxed loop
   // (a triangular nest) is relaxed over that loop's range.
   Map<ObjectRef, ObjectRef> var_dom;
+  // The same, with each loop whose constant range is the analyzer's bound of a symbolic one
+  // (LoopRanges::BoundSymbolicRanges) at its own symbolic range instead.
+  Map<ObjectRef, ObjectRef> symbolic_dom;
+  bool bounded_symbolic = false;
   std::vector<std::pair<ObjectRef, Interval>> relaxed_dom;
   for (size_t k = 0; k < loops.size(); ++k) {
     if (!ranges.relaxed[k]) continue;
@@ -186,10 +190,24 @@ void EstimatedRanges(const LoopRanges& ranges, const RelaxationScope& scope,
     if (used[k]) {
       ObjectRef extent = Add(Sub(*range.max, *range.min), IntConst(loop.extent, 1));
       var_dom.Set(loop.var, MakeRange(*range.min, extent));
+      bool bound_of_symbolic =
+          ranges.constant[k] && !(AsConstInt(loop.min) && AsConstInt(loop.extent));
+      bounded_symbolic |= bound_of_symbolic;
+      symbolic_dom.Set(loop.var, bound_of_symbolic ? MakeRange(loop.min, loop.extent)
+                                                   : MakeRange(*range.min, extent));
     }
   }
-  std::optional<std::vector<Interval>> box =
-      analyzer->EstimateRegion(region, var_dom, predicate, Analyzer::RegionBound::kUpper);
+  std::optional<std::vector<Interval>> box;
+  try {
+    box = analyzer->EstimateRegion(region, var_dom, predicate, Analyzer::RegionBound::kUpper);
+  } catch (const ffi::Error& error) {
+    // TVM's estimator computes a region's extent in the index's type. A constant range that is
+    // only the bound of a symbolic one by its variables' types (a GEMV over an int32
+    // `vocab_size`, tiled by 64, spans [0, 2^31 - 1]) can overflow it ("Literal value 2147483648
+    // exceeds range of int32"): then the loops' own symbolic ranges, as TVM's pass relaxes them.
+    if (!bounded_symbolic || error.kind() != "ValueError") throw;
+    box = analyzer->EstimateRegion(region, symbolic_dom, predicate, Analyzer::RegionBound::kUpper);
+  }
   for (size_t d = 0; d < items.size(); ++d) {
     if (!out->unknown[d].empty()) continue;
     if (!box || d >= box->size() || !(*box)[d].bounded()) {
