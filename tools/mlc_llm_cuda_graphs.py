@@ -17,19 +17,25 @@ relax_pipeline=pipeline)``) and ours (``tvm_memplan.relax_pipeline(pipeline)`` a
    (``tvm_memplan.analysis.cuda_graphs``): ours must capture every kernel stock captures, in no
    more graphs;
 4. the entry checks our planner adds (``vm.builtin.match_shape``) inside a captured graph (a
-   check there would run when the graph is captured, not when it is replayed);
+   check there would run when the graph is captured, not when it is replayed) or after the
+   first graph of their function;
 5. MLC-LLM's "temporary buffer" figure (AttachMetadataWithMemoryUsage's per-function planned
    bytes, their max as ``mlc_llm compile`` reports it), with CUDA graphs on and off.
 
 The package does not import here as a whole (``import mlc_llm`` loads its serving runtime, whose
 C++ library is absent, and its model registry imports models written for another TVM), and the
 checkout at hand was written for a TVM a little off 0.27. So the script applies, identically to
-both builds, the small stubs listed in ``STUBS`` below and prints them. Every stub either
-replaces something the compile path only imports (never runs), renames an API TVM 0.27 moved, or
-turns off an MLC-LLM (or TVM dlight) step that fails on TVM 0.27 in the stock build too.
+both builds, the small stubs of ``stubs()`` below and prints them. Every stub either replaces
+something the compile path only imports (never runs), gives an API TVM 0.27 moved its old name,
+or turns off an MLC-LLM (or TVM dlight) step that fails on TVM 0.27 in the stock build too.
+
+The figures go with RewriteCUDAGraph's limits: it captures no kernel touching a function's
+result or a storage of symbolic size, so prefill functions (their ``seq_len`` is no capture
+hint) and the kernels writing logits stay outside every graph in both builds.
 
     PYTHONPATH=python python tools/mlc_llm_cuda_graphs.py [MLC_PYTHON] [--models llama,qwen2]
-        [--quantization q4f16_1] [--functions] [--unstub PASS]
+        [--quantization q4f16_1] [--set prefill_chunk_size=2048] [--functions] [--kernels]
+        [--unstub PASS]
 
 Exit status: 0 when ours holds everywhere, 1 when it falls short somewhere, 2 on bad input.
 """
@@ -129,7 +135,34 @@ MODELS: dict[str, ModelSource] = {
             "sliding_window": 512,
         },
     ),
+    # Beyond the three the check runs by default (--models): a sliding window (Mistral: MLC-LLM's
+    # rolling_cache_len and kv_seq_len bounds), Qwen3's norms on q and k, Phi-3's fused qkv.
+    "mistral": ModelSource(
+        "mlc_llm.model.mistral.mistral_model",
+        "MistralForCausalLM",
+        "MistralConfig",
+        {**_COMMON, "sliding_window_size": 256, "context_window_size": -1},
+    ),
+    "qwen3": ModelSource(
+        "mlc_llm.model.qwen3.qwen3_model",
+        "Qwen3LMHeadModel",
+        "Qwen3Config",
+        {
+            **_COMMON,
+            "hidden_act": "silu",
+            "attention_bias": False,
+            "rope_theta": 1000000,
+            "tie_word_embeddings": True,
+        },
+    ),
+    "phi3": ModelSource(
+        "mlc_llm.model.phi3.phi3_model",
+        "Phi3ForCausalLM",
+        "Phi3Config",
+        {**_COMMON, "model_type": "phi3", "max_position_embeddings": 512},
+    ),
 }
+DEFAULT_MODELS = ("llama", "qwen2", "gemma2")
 
 
 # ---- stubs, identical for both builds ---------------------------------------------------------
@@ -395,7 +428,8 @@ def _measure(build_fn: Callable[[], object], config: dict) -> Build:
     if t.error is None and not isinstance(t.result, relax.VMExecutable):
         result.error = f"the build returned {type(t.result).__name__}, not an executable"
     if t.error is not None:
-        result.error = f"{_one_line(t.error)} (in {'/'.join(t.failing[-2:])})"
+        where = f" (in {'/'.join(t.failing[-2:])})" if t.failing else " (after the passes)"
+        result.error = _one_line(t.error) + where
     result.after_rewrite = t.after.get(REWRITE)
     if ATTACH_METADATA in t.before:
         result.temp_bytes[True] = _temporary_buffer(t.before[ATTACH_METADATA])
@@ -444,7 +478,10 @@ def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
             lambda: tvm.compile(mod, target, relax_pipeline=ours, tir_pipeline="memplan"), config
         )
 
-    with contextlib.redirect_stdout(io.StringIO()):  # its "Compiling with arguments" banner
+    # mlc_llm compile reports the last build's figures after build_func returns; where that
+    # build failed before MLC-LLM's AttachMetadata it has none and raises (KeyError): the
+    # builds were measured by then.
+    with contextlib.suppress(KeyError), contextlib.redirect_stdout(io.StringIO()):
         compile_py.compile(
             config={**source.config, **overrides},
             quantization=quantizations[quantization],
@@ -456,6 +493,8 @@ def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
             output=Path("/dev/null"),
             overrides=flags.ModelConfigOverride(),
         )
+    if set(results) != {"stock", "ours"}:
+        raise RuntimeError(f"mlc_llm compile of {name} ended before both builds ran")
     stock, ours = results["stock"], results["ours"]
     comparisons = []
     if stock.after_rewrite is not None and ours.after_rewrite is not None:
@@ -578,7 +617,11 @@ def main() -> int:
         default=DEFAULT_SOURCE,
         help=f"MLC-LLM's python folder (holding mlc_llm/); default {DEFAULT_SOURCE}",
     )
-    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated")
+    parser.add_argument(
+        "--models",
+        default=",".join(DEFAULT_MODELS),
+        help=f"comma-separated, of {', '.join(MODELS)} (default {','.join(DEFAULT_MODELS)})",
+    )
     parser.add_argument(
         "--quantization", default="q4f16_1", help="an MLC-LLM quantization (default q4f16_1)"
     )
