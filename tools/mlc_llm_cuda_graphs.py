@@ -446,6 +446,13 @@ def _measure(build_fn: Callable[[], object], config: dict) -> Build:
     return result
 
 
+def optimization_flags():
+    """--opt O2's CUDA graphs without what needs libraries absent here: flashinfer (JIT
+    kernels), cuBLAS (not in TVM's wheel) and CUTLASS (sm_90a only anyway)."""
+    flags = importlib.import_module("mlc_llm.interface.compiler_flags")
+    return flags.OptimizationFlags(cudagraph=True)
+
+
 def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
     """MLC-LLM's compile of model `name`, with our build_func building stock, then ours."""
     source = MODELS[name]
@@ -462,9 +469,7 @@ def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
         getattr(module, source.config_class),
         mq.make_quantization_functions(model_class),
     )
-    # --opt O2 (cudagraph on) without what needs libraries absent here: flashinfer (JIT
-    # kernels), cuBLAS (not in TVM's wheel) and CUTLASS (sm_90a only anyway).
-    opt = flags.OptimizationFlags(cudagraph=True)
+    opt = optimization_flags()
     results: dict[str, Build] = {}
 
     def build_func(mod: tvm.IRModule, args, pipeline: tvm.transform.Pass) -> None:
@@ -669,7 +674,7 @@ def main() -> int:
 
     print(f"MLC-LLM from {source}; TVM {tvm.__version__}; target {TARGET}")
     sizes = {k: v for k, v in {**_COMMON, **overrides}.items() if k not in ("rms_norm_eps",)}
-    print(f"quantization {args.quantization}; config {sizes}")
+    print(f"quantization {args.quantization}; --opt {optimization_flags()}; config {sizes}")
     print("stubs, the same for stock and ours:")
     for stub in applied:
         print(f"  {stub.name}: {stub.why}")
