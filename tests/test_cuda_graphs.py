@@ -14,6 +14,7 @@ What holds, on the zoo, the LLM module in MLC-LLM's order and random programs wi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -250,3 +251,45 @@ def test_the_gpu_check_measures_on_the_cpu_what_it_measures_on_a_gpu():
     assert any(line.startswith("mobilenet_v2") and " yes " in line for line in lines)
     assert any(line.startswith("llm (decode/s)") and " yes " in line for line in lines)
     assert "results match stock's: yes" in result.stdout
+
+
+# MLC-LLM's own models through MLC-LLM's own compile path (tools/mlc_llm_cuda_graphs.py): run
+# where a checkout of MLC-LLM's python folder is at hand, named by MLC_LLM_SOURCE.
+MLC_LLM_SOURCE = os.environ.get("MLC_LLM_SOURCE", "/tmp/mlc-src/python")
+MLC_LLM_CHECK = ROOT / "tools" / "mlc_llm_cuda_graphs.py"
+
+
+def _mlc_llm_check(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT)])}
+    return subprocess.run(
+        [sys.executable, str(MLC_LLM_CHECK), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_the_mlc_llm_check_refuses_a_folder_that_is_not_mlc_llm(tmp_path):
+    """Given a folder without MLC-LLM's compile pipeline, the check says so in one line and exits
+    2, before importing anything from it."""
+    result = _mlc_llm_check(str(tmp_path))
+    assert result.returncode == 2
+    assert "is not MLC-LLM's python folder" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(
+    not (Path(MLC_LLM_SOURCE) / "mlc_llm" / "compiler_pass" / "pipeline.py").is_file(),
+    reason=f"no MLC-LLM checkout at {MLC_LLM_SOURCE} (set MLC_LLM_SOURCE to its python folder)",
+)
+def test_mlc_llm_llama_captures_as_stock_does_in_mlc_llm_own_pipeline():
+    """MLC-LLM's Llama built by MLC-LLM's compile for cuda with CUDA graphs on: ours builds,
+    RewriteCUDAGraph's output is as well formed as stock's, no check is in or after a graph, and
+    ours captures every kernel stock captures in no more graphs (the check exits 1 otherwise)."""
+    result = _mlc_llm_check(MLC_LLM_SOURCE, "--models", "llama")
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    row = next(line for line in result.stdout.splitlines() if line.startswith("llama "))
+    assert row.split()[1] == "yes/yes" and row.split()[-1] == "yes", row
+    assert "ours holds on every model: yes" in result.stdout

@@ -106,9 +106,9 @@ def cuda_graph_capture(mod: tvm.IRModule) -> dict[str, CaptureSummary]:
             continue
         for binding in _bindings(func):
             value = binding.value
-            if isinstance(value, relax.Call) and (builtin := _called_builtin(value)):
-                if builtin[0] in (RUN_OR_CAPTURE, GET_CACHED_ALLOC):
-                    lifted.add(builtin[1][0].name_hint)
+            builtin = _called_builtin(value) if isinstance(value, relax.Call) else None
+            if builtin and builtin[0] in (RUN_OR_CAPTURE, GET_CACHED_ALLOC):
+                lifted.add(builtin[1][0].name_hint)
     summaries = {}
     for gv, func in mod.functions.items():
         if not isinstance(func, relax.Function) or gv.name_hint in lifted:
