@@ -14,27 +14,22 @@ LegalizeOps (on operator calls). ``relax_pipeline(base)`` does the same to any R
 
 Both pipelines are built from the stock ones, not from copies of their pass lists: while a stock
 pipeline runs, the pass constructors listed in ``MAIN_SUBSTITUTIONS``,
-``HOST_FINALIZE_SUBSTITUTIONS`` and ``RELAX_SUBSTITUTIONS`` return our passes instead (only on
-the compiling thread; TVM's module attributes are restored afterwards). The Relax ones, and the
-replacement by name of stock passes in a ``Sequential`` built beforehand, come from one table,
-``RELAX_REPLACEMENTS``. A substitution that
-never happens is an error, so a TVM whose pipeline stops building a pass through its module
-fails loudly instead of compiling without our pass.
+``HOST_FINALIZE_SUBSTITUTIONS`` and ``RELAX_SUBSTITUTIONS`` return our passes instead (the
+mechanism is ``substitution``'s). The Relax ones, and the replacement by name of stock passes in
+a ``Sequential`` built beforehand, come from one table, ``RELAX_REPLACEMENTS``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 
 import tvm
 
 from . import pass_names, transform
+from .substitution import STOCK_CHANGED, Substitution, substituted
+from .substitution import substituted_everywhere as _substituted_everywhere
 
 __all__ = [
     "ALL_SUBSTITUTIONS",
@@ -59,22 +54,6 @@ __all__ = [
 
 PIPELINE_NAME = "memplan"
 STOCK_PIPELINE = "s_tir"
-
-
-@dataclass(frozen=True)
-class Substitution:
-    """Use ``replace(stock_constructor, *args)`` wherever the stock pipeline calls
-    ``module.name(*args)`` to build a pass."""
-
-    module: ModuleType
-    name: str
-    replace: Callable[..., tvm.transform.Pass]
-    #: Whether the stock pipeline must have built this pass, given the PassContext.
-    required: Callable[[tvm.transform.PassContext], bool] = lambda ctx: True
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.module.__name__, self.name)
 
 
 def _before_storage_rewrite(stock_storage_rewrite):
@@ -105,115 +84,6 @@ MAIN_SUBSTITUTIONS: tuple[Substitution, ...] = (
 HOST_FINALIZE_SUBSTITUTIONS: tuple[Substitution, ...] = (
     Substitution(tvm.tirx.transform, "LowerTVMBuiltin", lambda stock: transform.LowerTVMBuiltin()),
 )
-
-
-# ---- substituting pass constructors, per thread or process-wide -------------------------------
-
-_lock = threading.Lock()
-_installed: dict[tuple[str, str], tuple[Callable, int]] = {}  # key -> (stock constructor, users)
-_active = threading.local()  # .table: key -> Substitution, .used: set of keys
-# The process-wide table (``substituted_everywhere``): read by every thread that has no
-# substitution of its own for a key. Replaced whole, never mutated, so a read needs no lock.
-_everywhere: dict[tuple[str, str], Substitution] = {}
-_everywhere_used: set[tuple[str, str]] = set()
-
-
-def _dispatching(key: tuple[str, str], stock: Callable) -> Callable:
-    @functools.wraps(stock)
-    def constructor(*args, **kwargs):
-        substitution = (getattr(_active, "table", None) or {}).get(key)
-        used = getattr(_active, "used", None)
-        if substitution is None:
-            substitution, used = _everywhere.get(key), _everywhere_used
-        if substitution is None:
-            return stock(*args, **kwargs)
-        with _lock:
-            used.add(key)
-        return substitution.replace(stock, *args, **kwargs)
-
-    return constructor
-
-
-def _install(substitutions: tuple[Substitution, ...]) -> None:
-    """Puts the dispatching constructor of each substitution in its module (once, however
-    many blocks use it)."""
-    with _lock:
-        for s in substitutions:
-            stock, users = _installed.get(s.key, (getattr(s.module, s.name), 0))
-            if users == 0:
-                setattr(s.module, s.name, _dispatching(s.key, stock))
-            _installed[s.key] = (stock, users + 1)
-
-
-def _uninstall(substitutions: tuple[Substitution, ...]) -> None:
-    """Gives each module its stock constructor back once the last block using it ends."""
-    with _lock:
-        for s in substitutions:
-            stock, users = _installed[s.key]
-            if users == 1:
-                setattr(s.module, s.name, stock)
-                del _installed[s.key]
-            else:
-                _installed[s.key] = (stock, users - 1)
-
-
-# Why a required substitution may not happen, when the stock pipeline itself was run.
-_STOCK_CHANGED = "the stock pipeline of this TVM no longer builds it through that module"
-
-
-@contextlib.contextmanager
-def substituted(
-    substitutions: tuple[Substitution, ...], pipeline: str, missing: str = _STOCK_CHANGED
-):
-    """Within the block, on this thread, the stock pass constructors of `substitutions` build
-    ours: how the "memplan" pipelines run TVM's own pipelines, and how a caller (as
-    ``tvm_memplan.testing``) runs one with chosen passes replaced. The block receives the set
-    of substitutions made (keys). When the block ends normally, a substitution that was
-    required but never happened is an error naming `pipeline` and saying `missing`."""
-    _install(substitutions)
-    outer = getattr(_active, "table", None), getattr(_active, "used", None)
-    _active.table = {s.key: s for s in substitutions}
-    used = _active.used = set()
-    try:
-        yield used
-    finally:
-        _active.table, _active.used = outer
-        _uninstall(substitutions)
-    _check_used(substitutions, used, pipeline, missing)
-
-
-@contextlib.contextmanager
-def substituted_everywhere(substitutions: tuple[Substitution, ...] | None = None):
-    """Within the block, on every thread (those started before it and during it), the stock
-    pass constructors of `substitutions` (default: ``ALL_SUBSTITUTIONS``) build ours, wherever
-    a pipeline is built: by name, TVM's defaults, or one that builds its passes as it runs
-    (MLC-LLM's). A thread inside ``substituted`` uses its own table for the keys it has. The
-    block receives the set of substitutions made so far (keys, from any thread); when it ends,
-    every module has its stock constructor back. Only one such block at a time."""
-    global _everywhere
-    substitutions = ALL_SUBSTITUTIONS if substitutions is None else substitutions
-    table = {s.key: s for s in substitutions}
-    with _lock:
-        if _everywhere:
-            raise RuntimeError("pass constructors are already substituted process-wide")
-        _everywhere_used.clear()
-        _everywhere = table  # under the lock: a second block started meanwhile is refused
-    _install(substitutions)
-    try:
-        yield _everywhere_used
-    finally:
-        _everywhere = {}
-        _uninstall(substitutions)
-
-
-def _check_used(
-    substitutions: tuple[Substitution, ...], used: set, pipeline: str, why: str
-) -> None:
-    ctx = tvm.transform.PassContext.current()
-    missing = [s for s in substitutions if s.key not in used and s.required(ctx)]
-    if missing:
-        names = ", ".join(f"{s.module.__name__}.{s.name}" for s in missing)
-        raise RuntimeError(f'the "{PIPELINE_NAME}" {pipeline} could not replace {names}: {why}')
 
 
 def memplan_pipeline(**kwargs):
@@ -345,10 +215,18 @@ def _with_planner_options(options: dict) -> tuple[RelaxReplacement, ...]:
 
 RELAX_SUBSTITUTIONS = tuple(r.substitution() for r in RELAX_REPLACEMENTS)
 # Our planner alone, in place of TVM's (what tvm_memplan.testing compares planners with).
-PLANNER_SUBSTITUTIONS: tuple[Substitution, ...] = RELAX_SUBSTITUTIONS[:1]
+PLANNER_SUBSTITUTIONS: tuple[Substitution, ...] = tuple(
+    s for s in RELAX_SUBSTITUTIONS if s.name == "StaticPlanBlockMemory"
+)
 #: Every substitution of the "memplan" pipelines, TIR and Relax: what ``substituted_everywhere``
 #: makes for ``tvm-memplan run``.
 ALL_SUBSTITUTIONS = RELAX_SUBSTITUTIONS + MAIN_SUBSTITUTIONS + HOST_FINALIZE_SUBSTITUTIONS
+
+
+def substituted_everywhere(substitutions: tuple[Substitution, ...] | None = None):
+    """``substitution.substituted_everywhere`` of `substitutions` (default: every pass the
+    ``"memplan"`` pipelines replace, ``ALL_SUBSTITUTIONS``), as ``tvm-memplan run`` uses it."""
+    return _substituted_everywhere(ALL_SUBSTITUTIONS if substitutions is None else substitutions)
 
 
 def _replace_built_passes(
@@ -439,7 +317,7 @@ def relax_pipeline(base="default", *, planner_options: dict | None = None) -> tv
     def pipeline(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         passes = resolve_relax_pipeline(base, tvm.target.Target.current(allow_none=True))
         missing = (
-            _STOCK_CHANGED
+            STOCK_CHANGED
             if base == "default"
             else "the pipeline never builds it; one that stops before memory planning runs "
             'before one that plans, as in relax_pipeline(["zero", "default"])'
