@@ -361,7 +361,7 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
                    " bytes live at one program point, exceeds the capacity";
     return finish(best, optimality::kBestFound);
   }
-  if (options.search_ms <= 0) {
+  if (options.search_ms <= 0 && options.budget == nullptr) {
     best.why_not = "no placement within the capacity found by the greedy orders (no exact search)";
     return finish(best, optimality::kBestFound);
   }
@@ -373,8 +373,10 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
     return finish(best, optimality::kBestFound);
   }
   OffsetSearch search(items, alignment);
-  SearchBudget budget(options.search_ms * kSearchStepsPerMs,
-                      std::chrono::milliseconds(options.search_ms));
+  SearchBudget own_budget(options.search_ms * kSearchStepsPerMs,
+                          std::chrono::milliseconds(options.search_ms));
+  SearchBudget& budget = options.budget ? *options.budget : own_budget;
+  int64_t steps_before = budget.steps_taken();
   std::vector<int64_t> offsets;
   auto found = [&](int64_t size) {
     Packing packing;
@@ -404,6 +406,7 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
     int64_t lowest = bound;
     int64_t size = bound;
     while (lowest < best.bytes) {
+      if (budget.spent()) break;
       SearchOutcome outcome = search.Fit(size, &budget, &offsets);
       if (outcome == SearchOutcome::kFound) {
         best = found(size);
@@ -416,7 +419,7 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
     }
     if (lowest >= best.bytes) code = optimality::kProvenMinimum;
   }
-  best.search_steps = budget.steps_taken();
+  best.search_steps = budget.steps_taken() - steps_before;
   best.timed_out = budget.timed_out();
   return finish(best, code);
 }

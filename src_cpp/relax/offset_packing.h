@@ -40,6 +40,8 @@
 namespace tvm_memplan {
 namespace relax {
 
+class SearchBudget;
+
 /*!
  * \brief One tensor to place: `bytes` live over program points [first, last]. Items of one
  *        `group` (>= 0) are placed together, each at `delta` bytes from the group's place, and
@@ -93,12 +95,17 @@ struct PackOptions {
   /*! \brief When >= 0, any placement within this many bytes will do: the search stops at the
    *         first (it does not minimize further), and says when none exists. */
   int64_t capacity = -1;
+  /*! \brief When set, the exact search spends this budget (shared with other packings, such as
+   *         the storages of one function) instead of one made from `search_ms`. */
+  SearchBudget* budget = nullptr;
 };
 
-/*! \brief Search steps per millisecond of PackOptions::search_ms: a third of the rate measured on
- *         a busy 2-core machine (bench/plan.py, hard instances), so that the steps, not the clock,
- *         end a search on any machine at least that fast, and its result is reproducible. */
-inline constexpr int64_t kSearchStepsPerMs = 100;
+/*! \brief Search steps (a block or a section visited) per millisecond of
+ *         PackOptions::search_ms. A step took 1.2 to 2.9 ns on the 11 published hard instances
+ *         on a busy 2-core machine (bench/plan.py); at 150,000 a millisecond the steps, not the
+ *         clock, end a search on a machine up to about twice as slow, so the result is
+ *         reproducible. */
+inline constexpr int64_t kSearchStepsPerMs = 150000;
 
 /*! \brief Above this many items (of nonzero size) the exact search does not run: it keeps a
  *         list of the pairs live together, which grows with the square of the items. */

@@ -101,6 +101,7 @@ class OffsetSearch::Impl {
     total_ = section_load_;
     cuts_ = initial_cuts_;
     trail_.clear();
+    work_ = 0;
     // One pool of candidates per depth, sized once: a depth takes one placement.
     candidates_.resize(n + 2);
     for (const Partition& partition : RootPartitions()) {
@@ -355,7 +356,8 @@ class OffsetSearch::Impl {
    *         last_rank). */
   Result Search(const Partition& partition, int64_t last_offset, int32_t last_rank,
                 size_t depth) {
-    if (!budget_->Step()) return Result::kSpent;
+    if (!budget_->Spend(work_ + partition.blocks.size())) return Result::kSpent;
+    work_ = 0;
     if (--steps_left_ < 0) return Result::kStepLimit;
     std::vector<Candidate>& candidates = candidates_[depth];
     candidates.clear();
@@ -390,6 +392,8 @@ class OffsetSearch::Impl {
       }
       Unplace(c.block, mark);
       if (result != Result::kNotFound) return result;
+      if (!budget_->Spend(work_)) return Result::kSpent;
+      work_ = 0;
       // Nothing still to place lies above it: any other choice only places it later, the same.
       if (!covered) break;
     }
@@ -440,6 +444,7 @@ class OffsetSearch::Impl {
     const Block& b = blocks_[block];
     raised_.clear();
     base_[block] = offset;
+    work_ += b.pushes.size() + b.s1 - b.s0;
     bool covered = false;
     for (const Push& p : b.pushes) {
       if (base_[p.to] >= 0) continue;
@@ -480,6 +485,7 @@ class OffsetSearch::Impl {
    *         the capacity: above the top of the placed blocks live there, above `offset` (later
    *         blocks go no lower) and above the lowest offset any of them can take. */
   bool Consistent(const Partition& partition, int64_t offset) {
+    work_ += partition.s1 - partition.s0;
     for (int32_t s = partition.s0; s < partition.s1; ++s) {
       int64_t floor = total_[s] > 0 ? std::max(floor_[s], offset) : floor_[s];
       if (floor + total_[s] > capacity_) return false;
@@ -488,12 +494,14 @@ class OffsetSearch::Impl {
     // section whose unplaced bytes no longer fit above the raised block's is read whole.
     ++stamp_;
     for (int32_t raised : raised_) {
+      work_ += blocks_[raised].s1 - blocks_[raised].s0;
       for (const Run& run : blocks_[raised].runs) {
         if (run.cover == 0) continue;
         for (int32_t s = run.s0; s < run.s1; ++s) {
           int64_t highest = capacity_ - total_[s];  // the highest floor under which they fit
           if (lowest_[raised] + run.low <= highest || stamp_of_[s] == stamp_) continue;
           stamp_of_[s] = stamp_;
+          work_ += section_blocks_[s].size();
           bool fits = false;
           for (const auto& [other, low] : section_blocks_[s]) {
             if (base_[other] < 0 && lowest_[other] + low <= highest) {
@@ -521,7 +529,9 @@ class OffsetSearch::Impl {
   // The state of one Fit.
   int64_t capacity_ = 0;
   SearchBudget* budget_ = nullptr;
+  /*! \brief Steps of the current restart (nodes), and work not yet charged to the budget. */
   int64_t steps_left_ = 0;
+  int64_t work_ = 0;
   const char* order_ = kOrders[0];
   std::vector<int32_t> rank_;
   std::vector<std::pair<int64_t, int32_t>> rank_scratch_;

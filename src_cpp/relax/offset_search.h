@@ -11,7 +11,7 @@
  *   //   b         64    [1, 2]
  *   //   c        128    [2, 3]
  *   OffsetSearch search({{128, 0, 1}, {64, 1, 2}, {128, 2, 3}}, 64);
- *   SearchBudget budget(100000, std::chrono::milliseconds(10));
+ *   SearchBudget budget(1000000, std::chrono::milliseconds(10));
  *   search.Fit(192, &budget);  // kFound: a at 0, b at 128, c at 0 (or a mirror of it)
  *   search.Fit(128, &budget);  // kInfeasible: a and b are live together at point 1
  * \endcode
@@ -53,27 +53,28 @@ namespace tvm_memplan {
 namespace relax {
 
 /*!
- * \brief What a search may spend: search steps (nodes) and wall-clock time, shared by every
- *        search it is passed to. The step limit makes results reproducible; the deadline only
- *        guards against a machine much slower than the steps were sized for.
+ * \brief What a search may spend: steps of work (a block or a section visited) and wall-clock
+ *        time, shared by every search it is passed to. The steps make results reproducible; the
+ *        deadline only guards against a machine much slower than the steps were sized for.
  */
 class SearchBudget {
  public:
   SearchBudget(int64_t steps, std::chrono::steady_clock::duration time)
       : steps_left_(steps), deadline_(std::chrono::steady_clock::now() + time) {}
 
-  /*! \brief Take one step; false (from then on) once the steps or the time are spent. */
-  bool Step() {
+  /*! \brief Spend `steps`; false (from then on) once the steps or the time are spent. */
+  bool Spend(int64_t steps) {
     if (spent_) return false;
-    if (--steps_left_ < 0) return !(spent_ = true);
-    // The clock is read every few steps only: a step takes about a microsecond.
-    if ((++taken_ & 255) == 0 && std::chrono::steady_clock::now() > deadline_) {
+    taken_ += steps;
+    if ((steps_left_ -= steps) < 0) return !(spent_ = true);
+    // The clock is read every few calls only.
+    if ((++calls_ & 63) == 0 && std::chrono::steady_clock::now() > deadline_) {
       return !(spent_ = timed_out_ = true);
     }
     return true;
   }
   bool spent() const { return spent_; }
-  /*! \brief Whether the deadline, rather than the step limit, ended a search. */
+  /*! \brief Whether the deadline, rather than the steps, ended a search. */
   bool timed_out() const { return timed_out_; }
   int64_t steps_taken() const { return taken_; }
 
@@ -81,6 +82,7 @@ class SearchBudget {
   int64_t steps_left_;
   std::chrono::steady_clock::time_point deadline_;
   int64_t taken_ = 0;
+  int64_t calls_ = 0;
   bool spent_ = false;
   bool timed_out_ = false;
 };
