@@ -12,6 +12,7 @@ from typing import Any
 
 import tvm
 
+from . import pack
 from .report import (
     BUDGETS,
     ReportError,
@@ -173,6 +174,7 @@ def _parser() -> argparse.ArgumentParser:
         f"(any subset of {', '.join(BUDGETS)}; bytes, or K, KiB, M, MiB, G, GiB); exit 1 "
         "when one is exceeded",
     )
+    pack.add_parser(commands)
     return parser
 
 
@@ -196,6 +198,8 @@ def _message(err: Exception) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "pack":
+        return pack.run(args)
     try:
         budgets = parse_budgets(args.fit) if args.fit is not None else None
         report = run_report(

@@ -354,13 +354,13 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
     }
     return packing;
   };
-  if (best.bytes <= bound) return finish(best, optimality::kAtBound);
-  if (capacity >= 0 && best.bytes <= capacity) return finish(best, optimality::kBestFound);
   if (capacity >= 0 && bound > capacity) {
     best.why_not = "the peak-live bound, " + std::to_string(bound) +
                    " bytes live at one program point, exceeds the capacity";
     return finish(best, optimality::kBestFound);
   }
+  if (best.bytes <= bound) return finish(best, optimality::kAtBound);
+  if (capacity >= 0 && best.bytes <= capacity) return finish(best, optimality::kBestFound);
   if (options.search_ms <= 0 && options.budget == nullptr) {
     best.why_not = "no placement within the capacity found by the greedy orders (no exact search)";
     return finish(best, optimality::kBestFound);
