@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from .analysis.packing import DEFAULT_BUDGET_S, DoesNotFit, Packing, pack_offsets
+from .analysis.packing import DEFAULT_BUDGET_S, DoesNotFitError, Packing, pack_offsets
 
 __all__ = ["PackInputError", "add_parser", "read_problem", "run"]
 
@@ -65,7 +65,9 @@ def read_problem(path: str) -> tuple[list[dict[str, str]], list[tuple[str, int, 
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise PackInputError(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from err
+        raise PackInputError(
+            f"cannot read {path}: {getattr(err, 'strerror', None) or err}"
+        ) from err
     reader = csv.DictReader(text.splitlines())
     fields = [f.strip() for f in reader.fieldnames or []]
     missing = [c for c in COLUMNS if c not in fields]
@@ -143,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             packing = pack_offsets(
                 items, capacity=args.capacity, alignment=args.alignment, budget_s=args.budget
             )
-        except DoesNotFit as err:
+        except DoesNotFitError as err:
             print(f"tvm-memplan: does not fit: {err}", file=sys.stderr)
             return 1
         seconds = time.perf_counter() - start

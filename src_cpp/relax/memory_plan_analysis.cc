@@ -71,8 +71,7 @@ class PlanAnalysis {
     // Step 4: copy-free concatenations (relax/concat_placement.h); step 5: storages per
     // (device, scope) (relax/memory_plan_storages.h).
     CopyFreeConcatenations();
-    std::string device_refusal =
-        PackStorages(func_, &allocations_, devices_, options_, &storages_);
+    std::string device_refusal = PackStorages(func_, &allocations_, devices_, options_, &storages_);
     // Step 6: the record and the bound; step 7: the stock planner's figures. The choice between
     // the two plans is the caller's (relax/planner_choice.h).
     MemoryPlan plan = Record();

@@ -5,10 +5,9 @@
  */
 #include "relax/offset_packing.h"
 
-#include <tvm/ffi/error.h>
-
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
+#include <tvm/ffi/error.h>
 #include <tvm/ffi/reflection/registry.h>
 #include <tvm/ffi/string.h>
 
@@ -482,8 +481,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
            })
       // The packer on its own (python/tvm_memplan/packing.py), with its exact search.
       .def("tvm_memplan.analysis.pack_offsets",
-           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples, int64_t alignment,
-              int64_t capacity, int64_t search_ms) {
+           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples, int64_t alignment, int64_t capacity,
+              int64_t search_ms) {
              PackOptions options;
              options.alignment = alignment;
              options.capacity = capacity;
@@ -493,8 +492,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              TVM_FFI_ICHECK(IsValidPacking(items, packing, alignment))
                  << "internal error: the offset packing of " << items.size() << " items overlaps";
              tvm::ffi::Map<tvm::ffi::String, tvm::ffi::Any> result;
-             result.Set("offsets", tvm::ffi::Array<int64_t>(packing.offsets.begin(),
-                                                            packing.offsets.end()));
+             result.Set("offsets",
+                        tvm::ffi::Array<int64_t>(packing.offsets.begin(), packing.offsets.end()));
              result.Set("bytes", packing.bytes);
              result.Set("algorithm", tvm::ffi::String(packing.algorithm));
              result.Set("optimality", tvm::ffi::String(packing.optimality));

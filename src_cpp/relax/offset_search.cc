@@ -354,8 +354,7 @@ class OffsetSearch::Impl {
 
   /*! \brief Place the unplaced blocks of `partition`, in canonical order after (last_offset,
    *         last_rank). */
-  Result Search(const Partition& partition, int64_t last_offset, int32_t last_rank,
-                size_t depth) {
+  Result Search(const Partition& partition, int64_t last_offset, int32_t last_rank, size_t depth) {
     if (!budget_->Spend(work_ + partition.blocks.size())) return Result::kSpent;
     work_ = 0;
     if (--steps_left_ < 0) return Result::kStepLimit;

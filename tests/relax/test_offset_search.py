@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from tvm_memplan.analysis import DoesNotFit, optimality_codes, pack_offsets
+from tvm_memplan.analysis import DoesNotFitError, optimality_codes, pack_offsets
 from tvm_memplan.analysis import _ffi_api as analysis_api
 
 
@@ -23,7 +23,7 @@ def _overlaps(items, offsets, alignment):
     """An independent check: the pairs of items that share a byte while live at one point (items
     of one group excepted, which must sit at their deltas), and misaligned offsets."""
     problems = []
-    for i, item in enumerate(items):
+    for i in range(len(items)):
         if offsets[i] % alignment:
             problems.append(f"item {i} at {offsets[i]} is not aligned to {alignment}")
     for i, a in enumerate(items):
@@ -35,10 +35,10 @@ def _overlaps(items, offsets, alignment):
                 if offsets[i] - offsets[j] != a[4] - b[4]:
                     problems.append(f"items {j} and {i} of group {ga} off their deltas")
                 continue
-            live_together = a[1] <= b[2] and b[1] <= a[2]
-            if a[0] and b[0] and live_together:
-                if offsets[i] < offsets[j] + b[0] and offsets[j] < offsets[i] + a[0]:
-                    problems.append(f"items {j} and {i} overlap")
+            live_together = a[0] and b[0] and a[1] <= b[2] and b[1] <= a[2]
+            shared = offsets[i] < offsets[j] + b[0] and offsets[j] < offsets[i] + a[0]
+            if live_together and shared:
+                problems.append(f"items {j} and {i} overlap")
     return problems
 
 
@@ -70,9 +70,9 @@ def _brute_force_minimum(items, alignment):
             b = items[j]
             if len(a) > 3 and a[3] >= 0 and len(b) > 3 and a[3] == b[3]:
                 continue
-            if a[0] and b[0] and a[1] <= b[2] and b[1] <= a[2]:
-                if offsets[index] < off + b[0] and off < offsets[index] + a[0]:
-                    return True
+            live_together = a[0] and b[0] and a[1] <= b[2] and b[1] <= a[2]
+            if live_together and offsets[index] < off + b[0] and off < offsets[index] + a[0]:
+                return True
         return False
 
     def place(k, height):
@@ -99,8 +99,13 @@ def _random_items(rng, count, alignment, groups):
     items = []
     for _ in range(count):
         first = rng.randrange(0, 6)
-        items.append((rng.choice([1, 2, 3]) * alignment - rng.choice([0, 0, alignment // 2]),
-                      first, first + rng.randrange(0, 4)))
+        items.append(
+            (
+                rng.choice([1, 2, 3]) * alignment - rng.choice([0, 0, alignment // 2]),
+                first,
+                first + rng.randrange(0, 4),
+            )
+        )
     if groups and count >= 3:
         # Two items at fixed deltas: an output and an input inside it, live before it.
         size = rng.choice([2, 3]) * alignment
@@ -198,7 +203,7 @@ def test_alignment_need_not_be_a_power_of_two():
 def test_a_capacity_under_the_bound_does_not_fit_and_says_why():
     """The bound is the reason given when it exceeds the capacity."""
     items = [("a", 0, 2, 100), ("b", 1, 3, 100)]
-    with pytest.raises(DoesNotFit, match="peak-live bound, 200 bytes") as err:
+    with pytest.raises(DoesNotFitError, match="peak-live bound, 200 bytes") as err:
         pack_offsets(items, capacity=150)
     assert err.value.packing.size == 200
 
@@ -207,7 +212,7 @@ def test_a_capacity_the_search_proves_too_small_does_not_fit():
     """Two 1-byte items live together at 2-byte alignment: the bound (2) fits a capacity of 2,
     but no placement does, and the search proves it."""
     items = [("a", 0, 2, 1), ("b", 1, 3, 1)]
-    with pytest.raises(DoesNotFit, match="proved"):
+    with pytest.raises(DoesNotFitError, match="proved"):
         pack_offsets(items, capacity=2, alignment=2)
     assert pack_offsets(items, alignment=2).optimality == "proven_minimum"
 

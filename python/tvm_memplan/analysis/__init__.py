@@ -22,14 +22,14 @@ from .memory_plan import (
     planner_input,
     unsafe_inplace_writes,
 )
-from .packing import DoesNotFit, Packing, optimality_codes, pack_offsets
+from .packing import DoesNotFitError, Packing, optimality_codes, pack_offsets
 from .planned_storage import PlannedStorage, planned_storage, storage_after_planning
 
 __all__ = [
     "Allocation",
     "AllocationDecision",
     "CompactedRegion",
-    "DoesNotFit",
+    "DoesNotFitError",
     "FunctionMemoryPlan",
     "InplaceCandidate",
     "Packing",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from . import _ffi_api
 
-__all__ = ["DEFAULT_BUDGET_S", "DoesNotFit", "Packing", "optimality_codes", "pack_offsets"]
+__all__ = ["DEFAULT_BUDGET_S", "DoesNotFitError", "Packing", "optimality_codes", "pack_offsets"]
 
 #: Seconds the exact search may take by default when used on its own (the planner's budget per
 #: function is its option ``exact_search_ms``).
@@ -61,7 +61,7 @@ class Packing:
         return self.size - self.bound
 
 
-class DoesNotFit(ValueError):
+class DoesNotFitError(ValueError):
     """The items do not fit the capacity: ``packing`` is the best placement found, and the
     message says why (the bound, the search's proof, or its budget)."""
 
@@ -111,8 +111,8 @@ def pack_offsets(
     Without ``capacity``, the smallest arena found: the greedy orders first, then, if they stay
     above the peak-live bound, an exact search for up to ``budget_s`` seconds (0: none).
     ``optimality`` says whether the size is at the bound, proven minimal, or the best found.
-    With ``capacity``, any placement within it; raises DoesNotFit, with the best placement found
-    and why, when there is none (the bound exceeds it, the search proved it, or the budget ran
+    With ``capacity``, any placement within it; raises DoesNotFitError, with the best placement
+    found and why, when there is none (the bound exceeds it, the search proved it, or the budget ran
     out). ValueError for malformed items or arguments.
     """
     checked = _checked(items)
@@ -138,7 +138,7 @@ def pack_offsets(
         timed_out=bool(result["timed_out"]),
     )
     if not packing.fits:
-        raise DoesNotFit(
+        raise DoesNotFitError(
             f"the {len(checked)} items do not fit {capacity} bytes: {packing.why_not} "
             f"(peak-live bound {packing.bound} bytes, best placement found {packing.size} bytes)",
             packing,
