@@ -401,22 +401,28 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
                          : "no placement found within the search budget";
     }
   } else {
-    // The least size lies in [lowest, best.bytes]: try the bound first, then bisect.
+    // The least size lies in [proven, best.bytes]. Try the bound first, then bisect between the
+    // lowest size not yet given up on and the best found. Each try may spend half of what is
+    // left: a size whose search runs out of its part is given up on (not proven impossible), so
+    // that an unreachable bound does not take the budget that a size above it would need.
+    int64_t proven = bound;
     int64_t lowest = bound;
     int64_t size = bound;
-    while (lowest < best.bytes) {
-      if (budget.spent()) break;
-      SearchOutcome outcome = search.Fit(size, &budget, &offsets);
+    while (lowest < best.bytes && !budget.spent()) {
+      SearchBudget part = budget.Part((budget.steps_left() + 1) / 2);
+      SearchOutcome outcome = search.Fit(size, &part, &offsets);
+      budget.Charge(part);
       if (outcome == SearchOutcome::kFound) {
         best = found(size);
-      } else if (outcome == SearchOutcome::kInfeasible && search.proves_infeasibility()) {
-        lowest = size + 1;
       } else {
-        break;
+        // No placement within `size`: proven (no size below it has one either), or given up.
+        lowest = size + 1;
+        bool proof = outcome == SearchOutcome::kInfeasible && search.proves_infeasibility();
+        if (proof) proven = std::max(proven, lowest);
       }
       size = lowest + (best.bytes - 1 - lowest) / 2;
     }
-    if (lowest >= best.bytes) code = optimality::kProvenMinimum;
+    if (proven >= best.bytes) code = optimality::kProvenMinimum;
   }
   best.search_steps = budget.steps_taken() - steps_before;
   best.timed_out = budget.timed_out();

@@ -24,8 +24,9 @@
  * When every greedy order stays above the bound and `PackOptions::search_ms` allows it, an exact
  * search (relax/offset_search.h) looks for a placement at the bound; if there is none, it narrows
  * the size down by bisection between the bound and the best size found, each step a search for
- * a placement within that size, until it proves the least size or its budget runs out. The
- * result says which (`Packing::optimality`, a code of `optimality::kCodes`).
+ * a placement within that size given half of the budget left, until it proves the least size or
+ * its budget runs out. The result says which (`Packing::optimality`, a code of
+ * `optimality::kCodes`).
  *
  * The alignment may be any positive integer (the planner takes any multiple of 64, such as 192):
  * offsets are multiples of it, not just of its largest power of two.

@@ -42,6 +42,7 @@
 #ifndef TVM_MEMPLAN_RELAX_OFFSET_SEARCH_H_
 #define TVM_MEMPLAN_RELAX_OFFSET_SEARCH_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -61,6 +62,23 @@ class SearchBudget {
  public:
   SearchBudget(int64_t steps, std::chrono::steady_clock::duration time)
       : steps_left_(steps), deadline_(std::chrono::steady_clock::now() + time) {}
+
+  /*! \brief A part of this budget: at most `steps` of what is left, the same deadline. What it
+   *         spends is charged back with Charge. */
+  SearchBudget Part(int64_t steps) const {
+    SearchBudget part(std::min(steps, steps_left_), std::chrono::steady_clock::duration(0));
+    part.deadline_ = deadline_;
+    part.spent_ = spent_;
+    return part;
+  }
+  /*! \brief Charge what `part` spent to this budget. */
+  void Charge(const SearchBudget& part) {
+    taken_ += part.taken_;
+    steps_left_ -= part.taken_;
+    if (part.timed_out_) spent_ = timed_out_ = true;
+    if (steps_left_ <= 0) spent_ = true;
+  }
+  int64_t steps_left() const { return steps_left_; }
 
   /*! \brief Spend `steps`; false (from then on) once the steps or the time are spent. */
   bool Spend(int64_t steps) {
