@@ -49,8 +49,10 @@ struct Block {
   std::vector<Run> runs;
   std::vector<Push> pushes;
   int32_t s0 = 0, s1 = 0;
-  /*! \brief Bytes from its offset to the top of its highest member. */
+  /*! \brief Bytes from its offset to the top of its highest member; the delta (in its group)
+   *         its offset stands for. */
   int64_t extent = 0;
+  int64_t origin = 0;
   /*! \brief Keys of the orders of preference: lifetime, bytes x points, the most bytes live
    *         in one of its sections. */
   int64_t width = 0, area = 0, load = 0;
@@ -114,6 +116,13 @@ class OffsetSearch::Impl {
     for (size_t b = 0; b < n; ++b) {
       for (const Member& m : blocks_[b].members) (*offsets)[m.item] = solution_[b] + m.delta;
     }
+    for (int32_t i : empty_members_) {
+      auto block = block_of_group_.find(items_[i].group);
+      int64_t origin =
+          block == block_of_group_.end() ? items_[i].delta : blocks_[block->second].origin;
+      int64_t base = block == block_of_group_.end() ? 0 : solution_[block->second];
+      (*offsets)[i] = base + items_[i].delta - origin;
+    }
     return SearchOutcome::kFound;
   }
 
@@ -129,9 +138,20 @@ class OffsetSearch::Impl {
 
   void BuildBlocks() {
     std::map<int64_t, size_t> group_block;
+    // A group's lowest delta, over all its items: offsets are taken from there.
+    std::map<int64_t, int64_t> origin;
+    for (const PackItem& item : items_) {
+      if (item.group < 0) continue;
+      auto [it, inserted] = origin.emplace(item.group, item.delta);
+      if (!inserted) it->second = std::min(it->second, item.delta);
+    }
     for (size_t i = 0; i < items_.size(); ++i) {
       const PackItem& item = items_[i];
-      if (item.bytes <= 0) continue;
+      if (item.bytes <= 0) {
+        // Empty: at 0, or at its delta in its group (placed with the group's other items).
+        if (item.group >= 0) empty_members_.push_back(static_cast<int32_t>(i));
+        continue;
+      }
       Member member{static_cast<int32_t>(i), item.bytes, item.delta, item.first, item.last};
       if (item.group < 0) {
         member.delta = 0;
@@ -143,16 +163,19 @@ class OffsetSearch::Impl {
       if (inserted) blocks_.emplace_back();
       blocks_[it->second].members.push_back(member);
     }
-    for (Block& block : blocks_) {
+    for (auto& [group, b] : group_block) group_of_block_[b] = group;
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      Block& block = blocks_[b];
       if (block.members.size() > 1) grouped_ = true;
-      // Deltas from the lowest member, so that a block's offset is its lowest byte.
-      int64_t lowest = std::numeric_limits<int64_t>::max();
-      for (const Member& m : block.members) lowest = std::min(lowest, m.delta);
+      // Deltas from the group's lowest, so that a block's offset is its lowest byte.
+      auto group = group_of_block_.find(b);
+      block.origin = group == group_of_block_.end() ? 0 : origin.at(group->second);
       for (Member& m : block.members) {
-        m.delta -= lowest;
+        m.delta -= block.origin;
         block.extent = std::max(block.extent, m.delta + m.bytes);
       }
     }
+    for (auto& [group, b] : group_block) block_of_group_[group] = b;
   }
 
   void BuildSections() {
@@ -519,6 +542,10 @@ class OffsetSearch::Impl {
   int64_t alignment_;
   bool grouped_ = false;
   std::vector<Block> blocks_;
+  /*! \brief Empty items of groups, placed at their delta; a group's block and back. */
+  std::vector<int32_t> empty_members_;
+  std::map<int64_t, size_t> block_of_group_;
+  std::map<size_t, int64_t> group_of_block_;
   int32_t num_sections_ = 0;
   std::vector<int64_t> section_load_;
   /*! \brief Per section: the blocks live there, with the delta of their lowest member there. */

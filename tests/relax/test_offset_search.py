@@ -113,6 +113,9 @@ def _random_items(rng, count, alignment, groups):
         items[-2] = (size, at, at + rng.randrange(0, 3), 0, 0)
         items[-1] = (alignment, rng.randrange(0, at + 1), at, 0, rng.choice([0, alignment]))
         items = [item if len(item) == 5 else (*item, -1, 0) for item in items]
+        if rng.random() < 0.5:
+            # An empty input of the group, which must sit at its delta all the same.
+            items[0] = (0, rng.randrange(0, at + 1), at, 0, rng.choice([0, alignment]))
     return items
 
 
