@@ -18,11 +18,15 @@ results, and the pass time.
     and identical results.
 (e) cuda builds (no GPU needed: build only): VM bytes on the IR the VM runs, stock vs memplan,
     the kernels each build carries and the calls made in place after dlight's schedules.
+(f)-(h) Hard instances for the offset packer (bench/_hard_packing.py): perfect packings, every
+    function of the zoo and of LLM modules, and a directory of CSV problems (``--hard-csv``),
+    with MiniMalloc side by side if given (``--minimalloc``); ``--hard-only`` runs only these.
 
 With ``--torchvision``, torchvision networks at 64x64 join the zoo (needs torch and
 torchvision).
 
     python bench/plan.py [--depth 24] [--repeat 5] [--quick] [--torchvision]
+                         [--hard-csv DIR] [--minimalloc BIN] [--hard-only]
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import argparse
 import sys
 import time
 
+import _hard_packing as hard  # bench/_hard_packing.py: sections (f)-(h)
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
 from _zoo import models  # zoo/ (bench/_zoo.py)
@@ -40,10 +45,24 @@ import tvm_memplan
 from tvm_memplan.analysis import count_calls, memory_plan, planner_input, storage_after_planning
 from tvm_memplan.instrument import capture
 from tvm_memplan.testing import device_kernel_names, identical_relax_results, relax_inputs
+from zoo import llm
 
 TARGET = "llvm"
 STOCK_PLANNER = "StaticPlanBlockMemory"
 OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
+#: The LLM modules of section (g): bench/llm.py's small model and Qwen2-0.5B's shapes, and an
+#: MLC-style model of hidden size 256 (the size of MLC-LLM's tiny test Llama).
+LLM_CONFIGS = {
+    "llm small": llm.SMALL,
+    "llm qwen2-0.5b": llm.QWEN2_0_5B,
+    "mlc-style h256": llm.LlamaConfig(
+        hidden_size=256,
+        intermediate_size=688,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        head_dim=64,
+    ),
+}
 # The in-place pass the memplan Relax pipeline runs on the scheduled kernels.
 AFTER_SCHEDULING = "tvm_memplan.RewriteDataflowReshape"
 
@@ -115,10 +134,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, help="timing repetitions, min kept (default 5)")
     parser.add_argument("--quick", action="store_true", help="depth 6 and 2 repetitions if unset")
     torchvision.add_option(parser)
+    hard.add_options(parser)
     args = parser.parse_args()
     zoo = torchvision.zoo(args, models.ZOO)
     if zoo is None:
         return 2
+    if args.hard_only:
+        return hard.run(args, zoo, LLM_CONFIGS)
     if args.depth is None:
         args.depth = 6 if args.quick else 24
     if args.repeat is None:
@@ -282,6 +304,8 @@ def main() -> int:
         f"{'total':<19} {cuda_totals['stock']:>9} {cuda_totals['memplan']:>9} "
         f"{cuda_totals['memplan'] / cuda_totals['stock']:>13.3f}"
     )
+    print()
+    hard.run(args, zoo, LLM_CONFIGS)
     # Soundness and never planning more than stock are errors; the other targets are reported.
     sound = all_identical and fused_identical
     never_more = ours_le_stock and builds_le_stock and fused_le_stock and cuda_le_stock

@@ -94,3 +94,14 @@ def test_wrappers_take_each_declared_option_with_its_default_and_help():
             assert option.help, f"{options.__name__}.{option.name} has no help"
             assert parameters[option.name].default == option.default, wrapper.__name__
             assert option.help.split(".")[0] in " ".join(wrapper.__doc__.split()), wrapper
+
+
+def test_the_optimality_table_is_the_cpp_table():
+    """The pass page's optimality codes and sentences are those of the one C++ table."""
+    from tvm_memplan.analysis import optimality_codes
+
+    page = (DOCS / "passes" / "static_plan_block_memory.md").read_text()
+    section = page.split("| code | meaning |")[1].split("\n\n")[0]
+    rows = [line.split("|")[1:3] for line in section.strip().splitlines()[1:]]
+    shown = {code.strip().strip("`"): meaning.strip() for code, meaning in rows}
+    assert shown == optimality_codes()

@@ -12,7 +12,7 @@ from typing import Any
 
 import tvm
 
-from . import run
+from . import pack, run
 from .report import (
     BUDGET_ALIASES,
     BUDGETS,
@@ -192,6 +192,7 @@ def _parser() -> argparse.ArgumentParser:
         "at each value; other variables at their bounds unless given with --shape-var",
     )
     run.register(commands)
+    pack.add_parser(commands)
     return parser
 
 
@@ -218,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["run"]:  # from SCRIPT or -m MODULE on, the arguments are the tool's
         return run.main(argv[1:])
     args = _parser().parse_args(argv)
+    if args.command == "pack":
+        return pack.run(args)
     try:
         budgets = parse_budgets(args.fit) if args.fit is not None else None
         if args.solve is not None:

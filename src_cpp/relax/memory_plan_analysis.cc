@@ -71,8 +71,7 @@ class PlanAnalysis {
     // Step 4: copy-free concatenations (relax/concat_placement.h); step 5: storages per
     // (device, scope) (relax/memory_plan_storages.h).
     CopyFreeConcatenations();
-    std::string device_refusal =
-        PackStorages(func_, &allocations_, devices_, options_.alignment, &storages_);
+    std::string device_refusal = PackStorages(func_, &allocations_, devices_, options_, &storages_);
     // Step 6: the record and the bound; step 7: the stock planner's figures. The choice between
     // the two plans is the caller's (relax/planner_choice.h).
     MemoryPlan plan = Record();
@@ -361,6 +360,12 @@ class PlanAnalysis {
     r.concats = concat_records_;
     plan.dropped_bindings = dropped_bindings_;
     r.peak_live_bytes = PeakLiveOf(r.tensors);
+    r.optimality = optimality::kAtBound;
+    for (const ObjectRef& storage : storages_) {
+      r.optimality = optimality::Weakest(r.optimality.c_str(),
+                                         storage.as<StorageAllocationObj>()->optimality.c_str());
+    }
+    r.optimality_gap_bytes = r.planned_bytes - r.peak_live_bytes;
     for (const Object* var : relied) plan.bound_checks.push_back(bounds_.at(var));
     std::sort(plan.bound_checks.begin(), plan.bound_checks.end(),
               [](const BoundCheck& a, const BoundCheck& b) {
@@ -390,7 +395,10 @@ class PlanAnalysis {
     std::optional<int64_t> modelled = model.TotalBytes({});
     r.stock_model_bytes = modelled.value_or(-1);
     // A second packing that only the analysis reports (the pass would pay for it on every run).
-    if (analysis) r.memplan_model_bytes = model.MemplanBytes({}, options_.alignment).value_or(-1);
+    if (analysis) {
+      r.memplan_model_bytes =
+          model.MemplanBytes({}, options_.alignment, options_.exact_search_ms).value_or(-1);
+    }
     bool symbolic = r.symbolic_allocations > 0 ||
                     std::any_of(allocations_.begin(), allocations_.end(),
                                 [](const TensorAllocation& a) { return a.symbolic; });

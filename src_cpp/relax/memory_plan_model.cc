@@ -466,10 +466,13 @@ MemoryPlanModel::MemplanItems MemoryPlanModel::MemplanInput(
 }
 
 std::optional<int64_t> MemoryPlanModel::MemplanBytes(const std::vector<bool>& in_place,
-                                                     int64_t alignment) const {
+                                                     int64_t alignment, int64_t search_ms) const {
   if (!valid_) return std::nullopt;
   MemplanItems input = MemplanInput(in_place);
-  return input.unplanned + PackOffsets(input.items, alignment).bytes;
+  PackOptions options;
+  options.alignment = alignment;
+  options.search_ms = search_ms;
+  return input.unplanned + PackOffsets(input.items, options).bytes;
 }
 
 std::vector<int> MemoryPlanModel::WritesIntoResult(

@@ -139,8 +139,10 @@ class MemoryPlanModel {
    */
   std::optional<int64_t> TotalBytes(const std::vector<bool>& in_place) const;
 
-  /*! \brief The same for tvm-memplan's planner, whose offsets are multiples of `alignment`. */
-  std::optional<int64_t> MemplanBytes(const std::vector<bool>& in_place, int64_t alignment) const;
+  /*! \brief The same for tvm-memplan's planner, whose offsets are multiples of `alignment`,
+   *         its exact search given `search_ms` (relax/offset_packing.h; 0: greedy orders only). */
+  std::optional<int64_t> MemplanBytes(const std::vector<bool>& in_place, int64_t alignment,
+                                      int64_t search_ms = 0) const;
 
   /*!
    * \brief A lower bound of MemplanBytes: the tensors left unplanned plus the most bytes of

@@ -6,6 +6,7 @@
 
 #include <tvm/ffi/reflection/registry.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -23,20 +24,37 @@ using namespace ir;
 
 namespace {
 const DLDataType kInt64{kDLInt, 64, 1};
+
+/*! \brief The doc of every `optimality` field: the codes of optimality::kCodes with their
+ *         sentences (kept for the process: reflection keeps the pointer). */
+char* OptimalityDoc() {
+  static std::string doc = [] {
+    std::string text =
+        "How the size compares with the least possible (for a function: the weakest of its "
+        "storages):";
+    for (const CodeInfo& info : optimality::kCodes) {
+      text += std::string(" \"") + info.code + "\": " + info.meaning;
+    }
+    return text;
+  }();
+  return doc.data();
+}
 }  // namespace
 
 int64_t PeakLiveOf(const Array<ObjectRef>& tensors) {
-  std::vector<PackItem> live;
-  int64_t unplanned = 0;
+  std::map<int64_t, std::vector<PackItem>> by_storage;
+  int64_t bound = 0;
   for (const ObjectRef& item : tensors) {
     const auto* t = item.as<PlannedTensorObj>();
     if (t->storage >= 0 && t->bytes >= 0) {
-      live.push_back(PackItem{t->bytes, t->first, t->last, t->group, t->group_offset});
+      by_storage[t->storage].push_back(
+          PackItem{t->bytes, t->first, t->last, t->group, t->group_offset});
     } else if (t->storage < 0 && t->size && AsConstInt(*t->size)) {
-      unplanned += t->bytes;
+      bound += t->bytes;
     }
   }
-  return PeakLiveBytes(live) + unplanned;
+  for (const auto& [storage, items] : by_storage) bound += PeakLiveBytes(items);
+  return bound;
 }
 
 std::vector<int64_t> LiveBytesOf(const FunctionMemoryPlanObj& plan) {
@@ -162,6 +180,10 @@ FunctionMemoryPlan EvaluatePlan(const FunctionMemoryPlanObj& plan,
 }
 
 void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options) {
+  if (options.exact_search_ms < 0) {
+    TVM_FFI_THROW(ValueError) << "MemoryPlanOptions.exact_search_ms must be >= 0, got "
+                              << options.exact_search_ms;
+  }
   if (options.alignment <= 0 || options.alignment % kRuntimeAlignment != 0) {
     TVM_FFI_THROW(ValueError) << "MemoryPlanOptions.alignment must be a positive multiple of "
                               << kRuntimeAlignment
@@ -181,7 +203,13 @@ void MemoryPlanOptionsObj::RegisterReflection() {
       .Option("copy_free_concat", &MemoryPlanOptionsObj::copy_free_concat,
               "Place the inputs of a concatenation at their slices of its output, where that is "
               "safe, so that the concatenation copies nothing (also inside fused kernels, which "
-              "then write those inputs back where they lie).");
+              "then write those inputs back where they lie).")
+      .Option("exact_search_ms", &MemoryPlanOptionsObj::exact_search_ms,
+              "Milliseconds per function that the exact offset search may take when the greedy "
+              "orders leave a storage above its peak-live bound: it looks for a placement at the "
+              "bound or proves the least size (FunctionMemoryPlan.optimality says which). It "
+              "also stops after a fixed number of steps per millisecond, so that plans do not "
+              "depend on the machine's load. 0: greedy orders only.");
 }
 
 void PlannedTensorObj::RegisterReflection() {
@@ -269,7 +297,18 @@ void StorageAllocationObj::RegisterReflection() {
       .def_ro("bounded", &StorageAllocationObj::bounded,
               "Whether a symbolic size was taken at its tir_var_upper_bound.")
       .def_ro("device", &StorageAllocationObj::device, "The virtual device index.")
-      .def_ro("scope", &StorageAllocationObj::scope, "The storage scope.");
+      .def_ro("scope", &StorageAllocationObj::scope, "The storage scope.")
+      .def_ro("bound_bytes", &StorageAllocationObj::bound_bytes,
+              "The peak-live bound of its tensors (the most bytes of them live at one program "
+              "point): no placement of them is smaller; -1 when symbolic.")
+      .def_ro("optimality", &StorageAllocationObj::optimality, OptimalityDoc())
+      .def_ro("optimality_gap_bytes", &StorageAllocationObj::optimality_gap_bytes,
+              "bytes - bound_bytes: 0 at the bound; above it, the bytes a better placement could "
+              "save at most (none when proven_minimum).")
+      .def_ro("algorithm", &StorageAllocationObj::algorithm,
+              "What placed its tensors: a greedy order of the offset packer, \"exact search\", "
+              "\"own storage\" (one tensor) or \"one size, lifetimes apart\" (tensors of one "
+              "symbolic size).");
 }
 
 void FunctionMemoryPlanObj::RegisterReflection() {
@@ -295,9 +334,15 @@ void FunctionMemoryPlanObj::RegisterReflection() {
       .def_ro("stock_storages", &FunctionMemoryPlanObj::stock_storages,
               "The stock planner's storages (when it was run).")
       .def_ro("peak_live_bytes", &FunctionMemoryPlanObj::peak_live_bytes,
-              "Most bytes of static-size tensors live at one program point: a lower bound.")
+              "The peak-live bound: per storage, the most bytes of its tensors live at one "
+              "program point (a storage of one tensor, such as a result under "
+              "relax.memory_plan_dynamic_func_output, counts whole), plus the static bytes of "
+              "the tensors not planned. No plan of this IR under these rules allocates less.")
       .def_ro("planned_bytes", &FunctionMemoryPlanObj::planned_bytes,
               "Bytes tvm-memplan allocates: storages and static tensors not planned.")
+      .def_ro("optimality", &FunctionMemoryPlanObj::optimality, OptimalityDoc())
+      .def_ro("optimality_gap_bytes", &FunctionMemoryPlanObj::optimality_gap_bytes,
+              "planned_bytes - peak_live_bytes: the sum of its storages' gaps.")
       .def_ro("stock_bytes", &FunctionMemoryPlanObj::stock_bytes,
               "The same for the stock planner; -1 when unknown.")
       .def_ro("stock_source", &FunctionMemoryPlanObj::stock_source,

@@ -85,6 +85,8 @@ class MemoryPlanOptionsObj : public ffi::Object {
   bool fall_back_to_stock = true;
   /*! \brief Make concatenations copy-free where their inputs can sit in the output. */
   bool copy_free_concat = true;
+  /*! \brief Milliseconds per function for the exact offset search (help: RegisterReflection). */
+  int64_t exact_search_ms = 1000;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.MemoryPlanOptions", MemoryPlanOptionsObj,
@@ -192,6 +194,11 @@ class StorageAllocationObj : public ffi::Object {
   bool bounded = false;
   int64_t device = 0;
   String scope;
+  /*! \brief How far its size is from the least possible (docs: RegisterReflection). */
+  int64_t bound_bytes = -1;
+  String optimality;
+  int64_t optimality_gap_bytes = 0;
+  String algorithm;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.StorageAllocation", StorageAllocationObj,
@@ -219,13 +226,18 @@ class FunctionMemoryPlanObj : public ffi::Object {
   Array<ObjectRef> storages;
   /*! \brief The stock planner's storages (filled when the stock planner was run). */
   Array<ObjectRef> stock_storages;
-  /*! \brief The peak-live bound: the most bytes of plannable tensors live at one program point,
-   *         plus the static bytes of the tensors no planner may share (function results, escaping
-   *         tensors). No plan of this IR under these rules allocates less. */
+  /*! \brief The peak-live bound: per storage, the most bytes of its tensors live at one program
+   *         point (a storage of one tensor: its bytes), plus the static bytes of the tensors no
+   *         planner may share (function results, escaping tensors). No plan of this IR under
+   *         these rules allocates less. */
   int64_t peak_live_bytes = 0;
   /*! \brief Bytes tvm-memplan's planner allocates: its storages plus the static-size tensors it
    *         does not plan. */
   int64_t planned_bytes = 0;
+  /*! \brief The weakest of its storages' optimality, and planned_bytes - peak_live_bytes (docs:
+   *         RegisterReflection). */
+  String optimality;
+  int64_t optimality_gap_bytes = 0;
   /*! \brief The same for the stock planner; -1 when unknown (symbolic). */
   int64_t stock_bytes = -1;
   /*! \brief How stock_bytes was obtained: a code of namespace `stock_source`, or "". */
@@ -284,10 +296,13 @@ FunctionMemoryPlan EvaluatePlan(const FunctionMemoryPlanObj& plan,
                                 const Map<String, int64_t>& values);
 
 /*!
- * \brief The peak-live bound of a plan's tensor records: the most bytes of planned tensors live
- *        at one program point (bounded sizes at their bound), plus the static bytes of the
- *        tensors no planner may share (function results, escaping tensors): no plan of this IR
- *        under these rules allocates less. Unplanned tensors of symbolic size are left out.
+ * \brief The peak-live bound of a plan's tensor records: per storage, the most bytes of its
+ *        tensors live at one program point (bounded sizes at their bound), plus the static bytes
+ *        of the tensors no planner may share (function results, escaping tensors): no plan of
+ *        this IR under these rules allocates less. Tensors in different storages never share
+ *        bytes, so a tensor in a storage of its own (a result under
+ *        `relax.memory_plan_dynamic_func_output`) counts whole. Unplanned tensors of symbolic
+ *        size are left out.
  */
 int64_t PeakLiveOf(const Array<ObjectRef>& tensors);
 

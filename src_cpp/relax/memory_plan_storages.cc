@@ -7,6 +7,7 @@
 #include <tvm/ffi/extra/structural_key.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "ir/scopes.h"
 #include "relax/memory_plan_records.h"
 #include "relax/offset_packing.h"
+#include "relax/offset_search.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -24,15 +26,22 @@ namespace {
 
 const DLDataType kInt64{kDLInt, 64, 1};
 
+/*! \brief StorageAllocation.algorithm of the storages no packing places. */
+constexpr const char* kOwnStorage = "own storage";
+constexpr const char* kOneSymbolicSize = "one size, lifetimes apart";
+
 class StoragePacker {
  public:
   StoragePacker(const ir::relax::Function& func, std::vector<TensorAllocation>* tensors,
-                const target::PlanningDevices& devices, int64_t alignment,
+                const target::PlanningDevices& devices, const MemoryPlanOptionsObj& options,
                 std::vector<ObjectRef>* storages)
       : func_(func),
         tensors_(*tensors),
         devices_(devices),
-        alignment_(alignment),
+        alignment_(options.alignment),
+        search_budget_(options.exact_search_ms * kSearchStepsPerMs,
+                       std::chrono::milliseconds(options.exact_search_ms)),
+        search_(options.exact_search_ms > 0),
         storages_(*storages) {}
 
   std::string Pack() {
@@ -65,6 +74,7 @@ class StoragePacker {
       for (TensorAllocation& a : tensors_) {
         if (a.storage < 0 && a.symbolic && a.bytes >= 0) {
           a.storage = AddStorage(IntConst(kInt64, a.bytes), a.device, a.scope, /*bounded=*/true);
+          SetOptimality(a.storage, a.bytes, optimality::kAtBound, kOwnStorage);
           a.Unplanned("", "");
         }
       }
@@ -86,12 +96,16 @@ class StoragePacker {
       items.push_back(PackItem{a.bytes, a.first, a.last, a.group, a.group_offset});
     }
     if (items.empty()) return;
-    Packing packing = PackOffsets(items, alignment_);
+    PackOptions options;
+    options.alignment = alignment_;
+    options.budget = search_ ? &search_budget_ : nullptr;
+    Packing packing = PackOffsets(items, options);
     TVM_FFI_ICHECK(IsValidPacking(items, packing, alignment_))
         << "internal error: the offset packing of " << items.size() << " tensors overlaps";
     bool bounded =
         std::any_of(sized.begin(), sized.end(), [&](size_t i) { return tensors_[i].symbolic; });
     int64_t storage = AddStorage(IntConst(kInt64, packing.bytes), device, scope, bounded);
+    SetOptimality(storage, packing.bound, packing.optimality, packing.algorithm);
     for (size_t k = 0; k < sized.size(); ++k) {
       tensors_[sized[k]].storage = storage;
       tensors_[sized[k]].offset = packing.offsets[k];
@@ -121,6 +135,7 @@ class StoragePacker {
                                  [&](const auto& s) { return s.second < a.first; });
         if (free == busy.end()) {
           busy.emplace_back(AddStorage(a.size, device, scope, /*bounded=*/false), a.last);
+          SetOptimality(busy.back().first, -1, optimality::kAtBound, kOneSymbolicSize);
           free = busy.end() - 1;
         }
         free->second = a.last;
@@ -128,6 +143,15 @@ class StoragePacker {
         a.offset = 0;
       }
     }
+  }
+
+  /*! \brief How close storage `index` is to its bound (-1: symbolic), and what placed it. */
+  void SetOptimality(int64_t index, int64_t bound, const char* code, const std::string& algorithm) {
+    auto* storage = const_cast<StorageAllocationObj*>(storages_[index].as<StorageAllocationObj>());
+    storage->bound_bytes = bound;
+    storage->optimality = code;
+    storage->optimality_gap_bytes = bound >= 0 ? storage->bytes - bound : 0;
+    storage->algorithm = algorithm;
   }
 
   int64_t AddStorage(const ObjectRef& size, int64_t device, const std::string& scope,
@@ -147,15 +171,18 @@ class StoragePacker {
   std::vector<TensorAllocation>& tensors_;
   const target::PlanningDevices& devices_;
   int64_t alignment_;
+  /*! \brief One exact-search budget for all storages of the function. */
+  SearchBudget search_budget_;
+  bool search_;
   std::vector<ObjectRef>& storages_;
 };
 
 }  // namespace
 
 std::string PackStorages(const ir::relax::Function& func, std::vector<TensorAllocation>* tensors,
-                         const target::PlanningDevices& devices, int64_t alignment,
-                         std::vector<ObjectRef>* storages) {
-  return StoragePacker(func, tensors, devices, alignment, storages).Pack();
+                         const target::PlanningDevices& devices,
+                         const MemoryPlanOptionsObj& options, std::vector<ObjectRef>* storages) {
+  return StoragePacker(func, tensors, devices, options, storages).Pack();
 }
 
 }  // namespace relax

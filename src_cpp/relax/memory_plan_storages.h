@@ -8,8 +8,8 @@
  *
  * \code
  *   a (256 B, live [0, 2]), b (128 B, [1, 3]), c (256 B, [3, 4]), all global on device 0
- *   std::string refusal = PackStorages(func, &tensors, devices, 64, &storages);
- *   // refusal == "": one storage of 384 bytes; a at 0, b at 256, c at 0
+ *   std::string refusal = PackStorages(func, &tensors, devices, options, &storages);
+ *   // refusal == "": one storage of 384 bytes (at_bound); a at 0, b at 256, c at 0
  * \endcode
  */
 #ifndef TVM_MEMPLAN_RELAX_MEMORY_PLAN_STORAGES_H_
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ir/relax.h"
+#include "relax/memory_plan_records.h"
 #include "relax/storage_flow.h"
 #include "target/planning_devices.h"
 
@@ -70,11 +71,13 @@ struct TensorAllocation {
  *        planned by the stock planner instead ("" when it need not): a storage scope other than
  *        "global", or a device where a tensor at an offset would be copied. With the function
  *        attribute `relax.memory_plan_dynamic_func_output`, unplanned tensors of bounded symbolic
- *        size get storage of their own, as TVM's planner does.
+ *        size get storage of their own, as TVM's planner does. Offsets are multiples of
+ *        `options.alignment`; the storages of the function share one exact-search budget of
+ *        `options.exact_search_ms`, and each record says how close to its bound it is.
  */
 std::string PackStorages(const ir::relax::Function& func, std::vector<TensorAllocation>* tensors,
-                         const target::PlanningDevices& devices, int64_t alignment,
-                         std::vector<ObjectRef>* storages);
+                         const target::PlanningDevices& devices,
+                         const MemoryPlanOptionsObj& options, std::vector<ObjectRef>* storages);
 
 }  // namespace relax
 }  // namespace tvm_memplan

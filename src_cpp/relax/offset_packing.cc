@@ -6,6 +6,8 @@
 #include "relax/offset_packing.h"
 
 #include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/map.h>
+#include <tvm/ffi/error.h>
 #include <tvm/ffi/reflection/registry.h>
 #include <tvm/ffi/string.h>
 
@@ -13,6 +15,9 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <string>
+
+#include "relax/offset_search.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -281,8 +286,11 @@ int64_t PeakLiveBytes(const std::vector<PackItem>& all_items) {
   return peak;
 }
 
-Packing PackOffsets(const std::vector<PackItem>& items, int64_t alignment) {
-  int64_t bound = PeakLiveBytes(items);
+namespace {
+
+/*! \brief The smallest of the greedy orders, stopping at the first within `enough` bytes. */
+Packing GreedyPack(const std::vector<PackItem>& items, int64_t alignment, int64_t enough) {
+  int64_t bound = enough;
   Packing best = GreedyBySize(items, alignment, /*best_fit=*/true, /*longest_first=*/false);
   if (best.bytes <= bound) return best;
   auto consider = [&](Packing candidate) {
@@ -316,6 +324,109 @@ Packing PackOffsets(const std::vector<PackItem>& items, int64_t alignment) {
     if (consider(placer.Result("greedy by shuffled size, best fit"))) break;
   }
   return best;
+}
+
+}  // namespace
+
+const char* optimality::Weakest(const char* a, const char* b) {
+  auto strength = [](const char* code) {
+    for (size_t i = 0; i < std::size(kCodes); ++i) {
+      if (std::string(kCodes[i].code) == code) return i;
+    }
+    return std::size(kCodes);
+  };
+  return strength(a) >= strength(b) ? a : b;
+}
+
+Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& options) {
+  int64_t alignment = options.alignment;
+  int64_t bound = PeakLiveBytes(items);
+  int64_t capacity = options.capacity;
+  Packing best = GreedyPack(items, alignment, capacity >= 0 ? std::max(capacity, bound) : bound);
+  best.bound = bound;
+  auto finish = [&](Packing packing, const char* code) {
+    packing.bound = bound;
+    packing.optimality = packing.bytes <= bound ? optimality::kAtBound : code;
+    if (capacity >= 0) {
+      packing.fits = packing.bytes <= capacity;
+      if (packing.fits) packing.why_not.clear();
+    }
+    return packing;
+  };
+  if (capacity >= 0 && bound > capacity) {
+    best.why_not = "the peak-live bound, " + std::to_string(bound) +
+                   " bytes live at one program point, exceeds the capacity";
+    return finish(best, optimality::kBestFound);
+  }
+  if (best.bytes <= bound) return finish(best, optimality::kAtBound);
+  if (capacity >= 0 && best.bytes <= capacity) return finish(best, optimality::kBestFound);
+  if (options.search_ms <= 0 && options.budget == nullptr) {
+    best.why_not = "no placement within the capacity found by the greedy orders (no exact search)";
+    return finish(best, optimality::kBestFound);
+  }
+  size_t blocks = std::count_if(items.begin(), items.end(),
+                                [](const PackItem& item) { return item.bytes > 0; });
+  if (blocks > kMaxSearchItems) {
+    best.why_not = "too many items for the exact search (" + std::to_string(blocks) + " > " +
+                   std::to_string(kMaxSearchItems) + ")";
+    return finish(best, optimality::kBestFound);
+  }
+  OffsetSearch search(items, alignment);
+  SearchBudget own_budget(options.search_ms * kSearchStepsPerMs,
+                          std::chrono::milliseconds(options.search_ms));
+  SearchBudget& budget = options.budget ? *options.budget : own_budget;
+  int64_t steps_before = budget.steps_taken();
+  std::vector<int64_t> offsets;
+  auto found = [&](int64_t size) {
+    Packing packing;
+    packing.offsets = offsets;
+    for (size_t i = 0; i < items.size(); ++i) {
+      packing.bytes = std::max(packing.bytes, offsets[i] + items[i].bytes);
+    }
+    TVM_FFI_ICHECK_LE(packing.bytes, size) << "internal error: the exact search overran its size";
+    packing.algorithm = "exact search";
+    return packing;
+  };
+  const char* code = optimality::kBestFound;
+  if (capacity >= 0) {
+    // Any placement within the capacity will do.
+    SearchOutcome outcome = search.Fit(capacity, &budget, &offsets);
+    if (outcome == SearchOutcome::kFound) {
+      best = found(capacity);
+    } else if (outcome == SearchOutcome::kInfeasible && search.proves_infeasibility()) {
+      best.why_not = "the exact search proved that no placement fits";
+    } else {
+      best.why_not = outcome == SearchOutcome::kInfeasible
+                         ? "no placement found: the search is not exhaustive with groups"
+                         : "no placement found within the search budget";
+    }
+  } else {
+    // The least size lies in [proven, best.bytes]. Try the bound first, then bisect between the
+    // lowest size not yet given up on and the best found. Each try may spend half of what is
+    // left: a size whose search runs out of its part is given up on (not proven impossible), so
+    // that an unreachable bound does not take the budget that a size above it would need.
+    int64_t proven = bound;
+    int64_t lowest = bound;
+    int64_t size = bound;
+    while (lowest < best.bytes && !budget.spent()) {
+      SearchBudget part = budget.Part((budget.steps_left() + 1) / 2);
+      SearchOutcome outcome = search.Fit(size, &part, &offsets);
+      budget.Charge(part);
+      if (outcome == SearchOutcome::kFound) {
+        best = found(size);
+      } else {
+        // No placement within `size`: proven (no size below it has one either), or given up.
+        lowest = size + 1;
+        bool proof = outcome == SearchOutcome::kInfeasible && search.proves_infeasibility();
+        if (proof) proven = std::max(proven, lowest);
+      }
+      size = lowest + (best.bytes - 1 - lowest) / 2;
+    }
+    if (proven >= best.bytes) code = optimality::kProvenMinimum;
+  }
+  best.search_steps = budget.steps_taken() - steps_before;
+  best.timed_out = budget.timed_out();
+  return finish(best, code);
 }
 
 bool IsValidPacking(const std::vector<PackItem>& items, const Packing& packing, int64_t alignment) {
@@ -373,7 +484,39 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       .def("tvm_memplan.testing.peak_live_bytes",
            [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples) {
              return PeakLiveBytes(ItemsOf(tuples));
-           });
+           })
+      // The packer on its own (python/tvm_memplan/packing.py), with its exact search.
+      .def("tvm_memplan.analysis.pack_offsets",
+           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples, int64_t alignment, int64_t capacity,
+              int64_t search_ms) {
+             PackOptions options;
+             options.alignment = alignment;
+             options.capacity = capacity;
+             options.search_ms = search_ms;
+             std::vector<PackItem> items = ItemsOf(tuples);
+             Packing packing = PackOffsets(items, options);
+             TVM_FFI_ICHECK(IsValidPacking(items, packing, alignment))
+                 << "internal error: the offset packing of " << items.size() << " items overlaps";
+             tvm::ffi::Map<tvm::ffi::String, tvm::ffi::Any> result;
+             result.Set("offsets",
+                        tvm::ffi::Array<int64_t>(packing.offsets.begin(), packing.offsets.end()));
+             result.Set("bytes", packing.bytes);
+             result.Set("algorithm", tvm::ffi::String(packing.algorithm));
+             result.Set("optimality", tvm::ffi::String(packing.optimality));
+             result.Set("bound", packing.bound);
+             result.Set("fits", packing.fits);
+             result.Set("why_not", tvm::ffi::String(packing.why_not));
+             result.Set("search_steps", packing.search_steps);
+             result.Set("timed_out", packing.timed_out);
+             return result;
+           })
+      .def("tvm_memplan.analysis.optimality_codes", []() {
+        tvm::ffi::Array<tvm::ffi::Array<tvm::ffi::String>> codes;
+        for (const CodeInfo& info : optimality::kCodes) {
+          codes.push_back({tvm::ffi::String(info.code), tvm::ffi::String(info.meaning)});
+        }
+        return codes;
+      });
 }
 
 }  // namespace relax

@@ -20,6 +20,16 @@
  * search stops as soon as a result reaches the peak-live bound, which no placement can beat. A
  * group is placed whole when the first of its items comes up, at the lowest offset where none of
  * its items overlaps an item placed before.
+ *
+ * When every greedy order stays above the bound and `PackOptions::search_ms` allows it, an exact
+ * search (relax/offset_search.h) looks for a placement at the bound; if there is none, it narrows
+ * the size down by bisection between the bound and the best size found, each step a search for
+ * a placement within that size given half of the budget left, until it proves the least size or
+ * its budget runs out. The result says which (`Packing::optimality`, a code of
+ * `optimality::kCodes`).
+ *
+ * The alignment may be any positive integer (the planner takes any multiple of 64, such as 192):
+ * offsets are multiples of it, not just of its largest power of two.
  */
 #ifndef TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_
 #define TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_
@@ -30,6 +40,8 @@
 
 namespace tvm_memplan {
 namespace relax {
+
+class SearchBudget;
 
 /*!
  * \brief One tensor to place: `bytes` live over program points [first, last]. Items of one
@@ -45,13 +57,79 @@ struct PackItem {
   int64_t delta = 0;
 };
 
+/*! \brief One code of a code family and the sentence that explains it. */
+struct CodeInfo {
+  const char* code;
+  const char* meaning;
+};
+
+/*! \brief Codes of Packing::optimality (and of the records that carry it): how a placement's
+ *         size compares with the least possible. The table is exported by reflection
+ *         (`tvm_memplan.analysis.optimality_codes`); docs and the report read it from there. */
+namespace optimality {
+inline constexpr const char* kAtBound = "at_bound";
+inline constexpr const char* kProvenMinimum = "proven_minimum";
+inline constexpr const char* kBestFound = "best_found";
+inline constexpr CodeInfo kCodes[] = {
+    {kAtBound,
+     "The size equals the peak-live bound (the most bytes live at one program point): no "
+     "placement is smaller."},
+    {kProvenMinimum,
+     "The size is above the peak-live bound, and the exact search proved that no smaller "
+     "placement exists."},
+    {kBestFound,
+     "The smallest placement found before the search budget ran out (or without an exact search); "
+     "a smaller one may exist. The gap to the bound is given."},
+};
+/*! \brief The weaker of two codes (a function's is the weakest of its storages'). */
+const char* Weakest(const char* a, const char* b);
+}  // namespace optimality
+
+/*! \brief How PackOffsets searches. */
+struct PackOptions {
+  /*! \brief Every offset is a multiple of this (any positive integer). */
+  int64_t alignment = 64;
+  /*! \brief Milliseconds the exact search may take when the greedy orders stay above the bound
+   *         (0: greedy orders only). The search also stops after kSearchStepsPerMs steps per
+   *         millisecond, so that its result does not depend on the machine's load. */
+  int64_t search_ms = 0;
+  /*! \brief When >= 0, any placement within this many bytes will do: the search stops at the
+   *         first (it does not minimize further), and says when none exists. */
+  int64_t capacity = -1;
+  /*! \brief When set, the exact search spends this budget (shared with other packings, such as
+   *         the storages of one function) instead of one made from `search_ms`. */
+  SearchBudget* budget = nullptr;
+};
+
+/*! \brief Search steps (a block or a section visited) per millisecond of
+ *         PackOptions::search_ms. A step took 1.2 to 2.9 ns on the 11 published hard instances
+ *         on a busy 2-core machine (bench/plan.py); at 150,000 a millisecond the steps, not the
+ *         clock, end a search on a machine up to about twice as slow, so the result is
+ *         reproducible. */
+inline constexpr int64_t kSearchStepsPerMs = 150000;
+
+/*! \brief Above this many items (of nonzero size) the exact search does not run: it keeps a
+ *         list of the pairs live together, which grows with the square of the items. */
+inline constexpr size_t kMaxSearchItems = 5000;
+
 /*! \brief A placement: one offset per item (a multiple of the alignment) and the size. */
 struct Packing {
   std::vector<int64_t> offsets;
   /*! \brief The storage size: the largest offset + bytes. */
   int64_t bytes = 0;
-  /*! \brief The heuristic that produced the placement. */
+  /*! \brief The heuristic (or the exact search) that produced the placement. */
   std::string algorithm;
+  /*! \brief A code of `optimality`, and the peak-live bound it refers to. */
+  const char* optimality = optimality::kBestFound;
+  int64_t bound = 0;
+  /*! \brief With PackOptions::capacity: whether the placement fits, and when it does not, why
+   *         ("" when it fits). */
+  bool fits = true;
+  std::string why_not;
+  /*! \brief Steps the exact search took (0 when it did not run) and whether its deadline, not
+   *         its steps, ended it (then the result may depend on the machine's load). */
+  int64_t search_steps = 0;
+  bool timed_out = false;
 };
 
 /*! \brief The most bytes live at one program point (the bytes of a group's live items counted
@@ -62,8 +140,15 @@ int64_t PeakLiveBytes(const std::vector<PackItem>& items);
  *         counted once where they overlap): the curve whose maximum is PeakLiveBytes. */
 std::vector<int64_t> LiveBytesAt(const std::vector<PackItem>& items, int64_t num_points);
 
-/*! \brief The smallest placement found; `alignment` (a power of two) divides every offset. */
-Packing PackOffsets(const std::vector<PackItem>& items, int64_t alignment);
+/*! \brief The smallest placement found (or, with a capacity, one within it), labelled. */
+Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& options);
+
+/*! \brief Greedy orders only: PackOffsets with no exact search. */
+inline Packing PackOffsets(const std::vector<PackItem>& items, int64_t alignment) {
+  PackOptions options;
+  options.alignment = alignment;
+  return PackOffsets(items, options);
+}
 
 /*! \brief Whether a placement is valid: aligned offsets, the items of a group at their deltas
  *         from each other, and no two other items overlapping in both time and bytes (for

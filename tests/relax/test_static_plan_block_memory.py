@@ -16,7 +16,12 @@ from tvm.script import relax as R
 from tvm.script import tirx as T
 
 from tvm_memplan.analysis import memory_plan, memory_plan_at
-from tvm_memplan.testing import assert_same_relax_results, past_bound_error, relax_vm
+from tvm_memplan.testing import (
+    assert_same_relax_results,
+    past_bound_error,
+    peak_live_bytes,
+    relax_vm,
+)
 from tvm_memplan.testing.compare import CompareBeforeAfter, relax_module
 from tvm_memplan.transform import StaticPlanBlockMemory
 
@@ -806,3 +811,29 @@ def test_decoder_plan_at_the_bound_and_below():
     assert sum(s.bytes for s in short.storages if s.bounded) == sum(
         s.bytes for s in at_bound.storages if s.bounded
     )
+
+
+def test_a_result_in_a_storage_of_its_own_counts_whole_in_the_bound():
+    """Before/after: under `relax.memory_plan_dynamic_func_output` the result `c` gets a storage
+    of its own, which can share no byte with `a` and `b`. Counted as if it could (the merged
+    peak, what the record said before), the bound is 192 B, below any plan; counted per storage
+    it is 256 B, which the plan reaches."""
+    mod = _with_attrs(BoundOnTheResultOnly, relax__memory_plan_dynamic_func_output=True)
+    (plan,) = memory_plan(mod, pipeline=None)
+    merged = peak_live_bytes([(t.bytes, t.first, t.last) for t in plan.tensors if t.planned])
+    assert merged == 192
+    assert plan.peak_live_bytes == plan.planned_bytes == 256
+    assert plan.optimality == "at_bound" and plan.optimality_gap_bytes == 0
+    own = plan.storages[next(t for t in plan.tensors if t.binding == "c").storage]
+    assert own.algorithm == "own storage" and own.bound_bytes == own.bytes == 128
+
+
+def test_every_storage_says_how_close_to_its_bound_it_is():
+    """Each storage carries its bound, its optimality code, its gap and what placed it; the
+    function's code is the weakest of them."""
+    (plan,) = memory_plan(BoundOnTheResultOnly, pipeline=None)
+    for storage in plan.storages:
+        assert storage.optimality == "at_bound"
+        assert storage.optimality_gap_bytes == storage.bytes - storage.bound_bytes == 0
+        assert storage.algorithm
+    assert plan.optimality == "at_bound"

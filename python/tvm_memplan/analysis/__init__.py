@@ -22,14 +22,17 @@ from .memory_plan import (
     planner_input,
     unsafe_inplace_writes,
 )
+from .packing import DoesNotFitError, Packing, optimality_codes, pack_offsets
 from .planned_storage import PlannedStorage, planned_storage, storage_after_planning
 
 __all__ = [
     "Allocation",
     "AllocationDecision",
     "CompactedRegion",
+    "DoesNotFitError",
     "FunctionMemoryPlan",
     "InplaceCandidate",
+    "Packing",
     "PlannedStorage",
     "PlannedTensor",
     "RevertedInplaceWrite",
@@ -42,6 +45,8 @@ __all__ = [
     "inplace_candidates",
     "memory_plan",
     "memory_plan_at",
+    "optimality_codes",
+    "pack_offsets",
     "placement_counts",
     "planned_storage",
     "planner_input",

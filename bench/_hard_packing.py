@@ -1,0 +1,231 @@
+"""bench/plan.py, section (f)-(h): offset packing where the greedy orders stop above the optimum.
+
+(f) Perfect packings: a rectangle of 2n program points by 64 x 64 bytes cut into n tiles by
+    guillotine cuts, each tile a tensor; every point is full, so the optimum is the peak-live
+    bound. n = 40 (budget 1 s each), 120 and 400 (30 s each).
+(g) The planner on every function of the zoo and of the LLM module (the small model, Qwen2-0.5B's
+    shapes, and an MLC-style model with hidden size 256), with its default budget: bytes over
+    the corrected bound (per storage) and which algorithm placed each storage.
+(h) Any directory of CSV problems (``--hard-csv DIR``: rows ``id,lower,upper,size``, a buffer live
+    over ``[lower, upper)``; a file named ``X.<capacity>.csv`` is solved at that capacity, any
+    other minimized), such as the 11 "challenging" instances MiniMalloc publishes (not vendored).
+
+With ``--minimalloc BIN`` (a MiniMalloc binary you built; never part of this repository) the same
+problems run through it in the same process' run, one after the other, and ratios are printed.
+Times are wall-clock seconds of one run: ours from the Python call (greedy orders, search setup
+and search), MiniMalloc's as it reports its solve (without its process start and CSV parse).
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import tvm
+
+from tvm_memplan.analysis import memory_plan, pack_offsets
+
+UNIT = 64
+HEIGHT = 64  # units: an optimum of 4096 bytes
+PERFECT = {40: (10, 1.0), 120: (6, 30.0), 400: (4, 30.0)}  # tensors: (instances, budget s)
+CSV_BUDGET_S = 60.0
+
+
+def add_options(parser) -> None:
+    parser.add_argument(
+        "--hard-csv", metavar="DIR", help="also pack every CSV problem (id,lower,upper,size) here"
+    )
+    parser.add_argument(
+        "--minimalloc", metavar="BIN", help="a MiniMalloc binary to time on the same problems"
+    )
+    parser.add_argument(
+        "--hard-only", action="store_true", help="only the hard-instance sections (f)-(h)"
+    )
+
+
+def perfect_packing(count: int, seed: int) -> list[tuple[str, int, int, int]]:
+    """`count` tiles of a 2*count-point by HEIGHT-unit rectangle, as (id, lower, upper, size)."""
+    rng = random.Random(seed)
+    tiles = [(0, 2 * count, 0, HEIGHT)]
+    while len(tiles) < count:
+        tiles.sort(key=lambda t: (t[1] - t[0]) * (t[3] - t[2]))
+        t0, t1, b0, b1 = tiles.pop()
+        if t1 - t0 > 1 and (b1 - b0 <= 1 or rng.random() < 0.5):
+            cut = rng.randint(t0 + 1, t1 - 1)
+            tiles += [(t0, cut, b0, b1), (cut, t1, b0, b1)]
+        else:
+            cut = rng.randint(b0 + 1, b1 - 1)
+            tiles += [(t0, t1, b0, cut), (t0, t1, cut, b1)]
+    return [(str(i), t0, t1, (b1 - b0) * UNIT) for i, (t0, t1, b0, b1) in enumerate(tiles)]
+
+
+def _write_csv(path: Path, items) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        out.write("id,lower,upper,size\n")
+        for ident, lower, upper, size in items:
+            out.write(f"{ident},{lower},{upper},{size}\n")
+
+
+def minimalloc(binary: str | None, path: Path, capacity: int, timeout_s: float):
+    """(placed, seconds) of MiniMalloc on a CSV at a capacity; None without a binary; placed is
+    False when it failed or ran past `timeout_s`."""
+    if binary is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            run = subprocess.run(
+                [
+                    binary,
+                    f"--capacity={capacity}",
+                    f"--input={path}",
+                    f"--output={tmp}/out.csv",
+                    f"--timeout={timeout_s}s",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s + 30,
+            )
+        except subprocess.TimeoutExpired:
+            return False, timeout_s
+        found = re.search(r"Elapsed time ([0-9.]+)s", run.stderr + run.stdout)
+        seconds = float(found.group(1)) if found else float("nan")
+        placed = run.returncode == 0 and Path(f"{tmp}/out.csv").exists()
+        return placed and seconds <= timeout_s, seconds
+
+
+def _ours(items, capacity, budget_s):
+    start = time.perf_counter()
+    packing = pack_offsets(items, capacity=capacity, alignment=1, budget_s=budget_s)
+    return packing, time.perf_counter() - start
+
+
+def perfect_packings(args) -> dict:
+    print("(f) Perfect packings (optimum = bound = 4096 bytes): ours, and MiniMalloc at 4096")
+    header = (
+        f"{'tensors':>7} {'seed':>4} {'over opt':>8} {'ours s':>8} {'optimality':<14} "
+        f"{'algorithm':<40} {'MiniMalloc s':>12} {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    solved = {}
+    for count, (instances, budget) in PERFECT.items():
+        if args.quick:
+            instances = min(instances, 2)
+        ours_ok = peer_ok = 0
+        for seed in range(instances):
+            items = perfect_packing(count, seed)
+            packing, seconds = _ours(items, None, budget)
+            ours_ok += packing.size == HEIGHT * UNIT and seconds <= budget
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "p.csv"
+                _write_csv(path, items)
+                peer = minimalloc(args.minimalloc, path, HEIGHT * UNIT, budget)
+            peer_text = ratio = ""
+            if peer is not None:
+                peer_ok += peer[0]
+                peer_text = f"{peer[1]:.3f}" if peer[0] else f">{budget:g}"
+                ratio = f"{seconds / peer[1]:.2f}" if peer[0] and peer[1] > 0 else ""
+            print(
+                f"{count:>7} {seed:>4} {packing.size - HEIGHT * UNIT:>8} {seconds:>8.3f} "
+                f"{packing.optimality:<14} {packing.algorithm:<40} {peer_text:>12} {ratio:>6}"
+            )
+        solved[count] = (ours_ok, peer_ok if args.minimalloc else None, instances)
+    print("-" * len(header))
+    for count, (ours_ok, peer_ok, instances) in solved.items():
+        peer = f", MiniMalloc {peer_ok} of {instances}" if peer_ok is not None else ""
+        print(
+            f"at the optimum within the budget, {count} tensors: ours {ours_ok} of {instances}"
+            + peer
+        )
+    return solved
+
+
+def planner_functions(zoo: dict, llm_configs: dict) -> bool:
+    """Every function of the zoo and the LLM module at the planner's default budget."""
+    print()
+    print("(g) The planner, every function: bytes over the corrected bound, and what placed them")
+    header = (
+        f"{'model':<20} {'function':<36} {'bound':>11} {'over':>6} {'optimality':<14} "
+        f"{'plan s':>6}  algorithms"
+    )
+    print(header)
+    print("-" * len(header))
+    all_at_bound = True
+
+    def rows(model, plans, seconds):
+        nonlocal all_at_bound
+        for plan in plans:
+            algorithms = sorted({str(s.algorithm) for s in plan.storages})
+            all_at_bound = all_at_bound and plan.optimality == "at_bound"
+            print(
+                f"{model:<20} {str(plan.function):<36} {int(plan.peak_live_bytes):>11} "
+                f"{int(plan.optimality_gap_bytes):>6} {str(plan.optimality):<14} "
+                f"{seconds:>6.2f}  {', '.join(algorithms)}"
+            )
+
+    for name, builder in zoo.items():
+        mod, _ = builder()
+        start = time.perf_counter()
+        plans = memory_plan(mod, "llvm")
+        rows(name, plans, time.perf_counter() - start)
+    import llm  # bench/llm.py (imports zoo.llm)
+
+    for name, config in llm_configs.items():
+        _, ours_in = llm.planner_inputs(config)
+        start = time.perf_counter()
+        with tvm.target.Target("llvm"):
+            plans = memory_plan(ours_in, pipeline=None)
+        rows(name, plans, time.perf_counter() - start)
+    print("-" * len(header))
+    print(f"every function at its corrected bound: {'yes' if all_at_bound else 'NO'}")
+    return all_at_bound
+
+
+def csv_problems(args) -> None:
+    print()
+    print(f"(h) CSV problems in {args.hard_csv}: ours (budget {CSV_BUDGET_S:g} s) and MiniMalloc")
+    header = (
+        f"{'problem':<18} {'buffers':>7} {'capacity':>9} {'bound':>9} {'ours':>9} {'fits':>4} "
+        f"{'ours s':>7} {'optimality':<14} {'algorithm':<22} {'MiniMalloc s':>12} {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    worst = 0.0
+    for path in sorted(Path(args.hard_csv).glob("*.csv")):
+        with open(path, encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        items = [(r["id"], int(r["lower"]), int(r["upper"]), int(r["size"])) for r in rows]
+        named = re.match(r".*\.(\d+)\.csv$", path.name)
+        capacity = int(named.group(1)) if named else None
+        try:
+            packing, seconds = _ours(items, capacity, CSV_BUDGET_S)
+        except ValueError as err:  # DoesNotFitError
+            packing, seconds = err.packing, float("nan")
+        peer = minimalloc(args.minimalloc, path, capacity, CSV_BUDGET_S) if capacity else None
+        peer_text = ratio = ""
+        if peer is not None:
+            peer_text = f"{peer[1]:.3f}" if peer[0] else f">{CSV_BUDGET_S:g}"
+            if peer[0] and packing.fits:
+                worst = max(worst, seconds / peer[1])
+                ratio = f"{seconds / peer[1]:.2f}"
+        print(
+            f"{path.name:<18} {len(items):>7} {capacity or '-':>9} {packing.bound:>9} "
+            f"{packing.size:>9} {'yes' if packing.fits else 'NO':>4} {seconds:>7.3f} "
+            f"{packing.optimality:<14} {packing.algorithm:<22} {peer_text:>12} {ratio:>6}"
+        )
+    print("-" * len(header))
+    if args.minimalloc:
+        print(f"slowest ours/MiniMalloc: {worst:.2f}")
+
+
+def run(args, zoo: dict, llm_configs: dict) -> int:
+    perfect_packings(args)
+    planner_functions(zoo, llm_configs)
+    if args.hard_csv:
+        csv_problems(args)
+    return 0

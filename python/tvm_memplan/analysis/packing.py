@@ -1,0 +1,146 @@
+"""The offset packer on its own (``src_cpp/relax/offset_packing.h``): place buffers with fixed
+lifetimes at offsets of one arena, as the Relax planner places tensors in a storage.
+
+Example::
+
+    from tvm_memplan.analysis import pack_offsets
+
+    packing = pack_offsets([("a", 0, 3, 256), ("b", 1, 4, 128), ("c", 3, 5, 256)])
+    packing.offsets      # {"a": 0, "b": 256, "c": 0}: c reuses a's bytes
+    packing.size         # 384, the peak-live bound
+    packing.optimality   # "at_bound"
+
+Each item is ``(id, lower, upper, size)`` with the buffer live over ``[lower, upper)`` (the
+convention of MiniMalloc's CSV files; the C++ packer takes inclusive ``[first, last]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import _ffi_api
+
+__all__ = ["DEFAULT_BUDGET_S", "DoesNotFitError", "Packing", "optimality_codes", "pack_offsets"]
+
+#: Seconds the exact search may take by default when used on its own (the planner's budget per
+#: function is its option ``exact_search_ms``).
+DEFAULT_BUDGET_S = 10.0
+
+
+def optimality_codes() -> dict[str, str]:
+    """Code -> sentence, for ``Packing.optimality`` and the planner's records (the one table is
+    in C++: ``optimality::kCodes``)."""
+    return {str(code): str(meaning) for code, meaning in _ffi_api.optimality_codes()}
+
+
+@dataclass(frozen=True)
+class Packing:
+    """A placement: each item's offset, the arena size, and how that size compares with the
+    least possible."""
+
+    offsets: dict[object, int]
+    size: int
+    #: The peak-live bound: the most bytes live at one point. No placement is smaller.
+    bound: int
+    #: A code of ``optimality_codes()``: at_bound, proven_minimum or best_found.
+    optimality: str
+    #: The greedy order or "exact search" that found the placement.
+    algorithm: str
+    #: With a capacity: whether the placement fits, and if not, why ("" when it fits).
+    fits: bool
+    why_not: str
+    #: Steps the exact search took (0 when the greedy orders sufficed), and whether its deadline
+    #: rather than its step limit stopped it (the result may then vary from run to run).
+    search_steps: int
+    timed_out: bool
+
+    @property
+    def gap_bytes(self) -> int:
+        """Bytes above the peak-live bound (0 at the bound; above it even when proven minimal)."""
+        return self.size - self.bound
+
+
+class DoesNotFitError(ValueError):
+    """The items do not fit the capacity: ``packing`` is the best placement found, and the
+    message says why (the bound, the search's proof, or its budget)."""
+
+    def __init__(self, message: str, packing: Packing):
+        super().__init__(message)
+        self.packing = packing
+
+
+def _checked(items: Iterable) -> list[tuple[object, int, int, int]]:
+    checked = []
+    seen = set()
+    for index, item in enumerate(items):
+        try:
+            ident, lower, upper, size = item
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"item {index}: expected (id, lower, upper, size), got {item!r}"
+            ) from None
+        for name, value in (("lower", lower), ("upper", upper), ("size", size)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"item {ident!r}: {name} must be an integer, got {value!r}")
+        if lower < 0 or upper <= lower:
+            raise ValueError(
+                f"item {ident!r}: the lifetime [lower, upper) = [{lower}, {upper}) must be "
+                "non-empty and start at 0 or later"
+            )
+        if size < 0:
+            raise ValueError(f"item {ident!r}: size must be >= 0, got {size}")
+        if ident in seen:
+            raise ValueError(f"item {ident!r} is given twice")
+        seen.add(ident)
+        checked.append((ident, lower, upper, size))
+    return checked
+
+
+def pack_offsets(
+    items: Iterable,
+    *,
+    capacity: int | None = None,
+    alignment: int = 1,
+    budget_s: float = DEFAULT_BUDGET_S,
+) -> Packing:
+    """Offsets for ``items``, each ``(id, lower, upper, size)`` live over ``[lower, upper)``, so
+    that no two items live at the same point share a byte; every offset a multiple of
+    ``alignment``.
+
+    Without ``capacity``, the smallest arena found: the greedy orders first, then, if they stay
+    above the peak-live bound, an exact search for up to ``budget_s`` seconds (0: none).
+    ``optimality`` says whether the size is at the bound, proven minimal, or the best found.
+    With ``capacity``, any placement within it; raises DoesNotFitError, with the best placement
+    found and why, when there is none (the bound exceeds it, the search proved it, or the budget ran
+    out). ValueError for malformed items or arguments.
+    """
+    checked = _checked(items)
+    if not isinstance(alignment, int) or alignment <= 0:
+        raise ValueError(f"alignment must be a positive integer, got {alignment!r}")
+    if capacity is not None and (not isinstance(capacity, int) or capacity < 0):
+        raise ValueError(f"capacity must be a non-negative integer, got {capacity!r}")
+    if budget_s < 0:
+        raise ValueError(f"budget_s must be >= 0, got {budget_s!r}")
+    tuples = [(size, lower, upper - 1) for _, lower, upper, size in checked]
+    result = _ffi_api.pack_offsets(
+        tuples, alignment, -1 if capacity is None else capacity, int(round(budget_s * 1000))
+    )
+    packing = Packing(
+        offsets={item[0]: int(o) for item, o in zip(checked, result["offsets"], strict=True)},
+        size=int(result["bytes"]),
+        bound=int(result["bound"]),
+        optimality=str(result["optimality"]),
+        algorithm=str(result["algorithm"]),
+        fits=bool(result["fits"]),
+        why_not=str(result["why_not"]),
+        search_steps=int(result["search_steps"]),
+        timed_out=bool(result["timed_out"]),
+    )
+    if not packing.fits:
+        raise DoesNotFitError(
+            f"the {len(checked)} items do not fit {capacity} bytes: {packing.why_not} "
+            f"(peak-live bound {packing.bound} bytes, best placement found {packing.size} bytes)",
+            packing,
+        )
+    return packing

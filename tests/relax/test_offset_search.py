@@ -1,0 +1,236 @@
+"""The exact offset search behind the greedy orders (src_cpp/relax/offset_search.h): checked
+against brute force on small random instances (every placement enumerated), every placement
+checked for overlaps independently, its labels, its budget, and the packer on its own
+(tvm_memplan.analysis.pack_offsets)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tvm_memplan.analysis import DoesNotFitError, optimality_codes, pack_offsets
+from tvm_memplan.analysis import _ffi_api as analysis_api
+
+
+def _pack(items, alignment, search_ms=10_000, capacity=-1):
+    """The packer through its FFI entry: items (bytes, first, last[, group, delta]), inclusive
+    lifetimes, groups allowed."""
+    return analysis_api.pack_offsets(items, alignment, capacity, search_ms)
+
+
+def _overlaps(items, offsets, alignment):
+    """An independent check: the pairs of items that share a byte while live at one point (items
+    of one group excepted, which must sit at their deltas), and misaligned offsets."""
+    problems = []
+    for i in range(len(items)):
+        if offsets[i] % alignment:
+            problems.append(f"item {i} at {offsets[i]} is not aligned to {alignment}")
+    for i, a in enumerate(items):
+        for j in range(i):
+            b = items[j]
+            ga = a[3] if len(a) > 3 else -1
+            gb = b[3] if len(b) > 3 else -1
+            if ga >= 0 and ga == gb:
+                if offsets[i] - offsets[j] != a[4] - b[4]:
+                    problems.append(f"items {j} and {i} of group {ga} off their deltas")
+                continue
+            live_together = a[0] and b[0] and a[1] <= b[2] and b[1] <= a[2]
+            shared = offsets[i] < offsets[j] + b[0] and offsets[j] < offsets[i] + a[0]
+            if live_together and shared:
+                problems.append(f"items {j} and {i} overlap")
+    return problems
+
+
+def _units(items):
+    """Blocks to place for brute force: a plain item, or a group's items at their deltas."""
+    blocks = {}
+    for index, item in enumerate(items):
+        group = item[3] if len(item) > 3 else -1
+        key = ("group", group) if group >= 0 else ("item", index)
+        blocks.setdefault(key, []).append(index)
+    return list(blocks.values())
+
+
+def _brute_force_minimum(items, alignment):
+    """The least size over every placement: each block at every aligned offset up to the sum of
+    the sizes (rounded up to the alignment), depth first, pruned only by overlaps and by the
+    best size so far."""
+    blocks = _units(items)
+    deltas = [item[4] if len(item) > 3 else 0 for item in items]
+    limit = sum(-(-item[0] // alignment) * alignment + deltas[i] for i, item in enumerate(items))
+    offsets = [None] * len(items)
+    best = [limit + max(item[0] for item in items)]
+
+    def clash(index):
+        a = items[index]
+        for j, off in enumerate(offsets):
+            if off is None or j == index:
+                continue
+            b = items[j]
+            if len(a) > 3 and a[3] >= 0 and len(b) > 3 and a[3] == b[3]:
+                continue
+            live_together = a[0] and b[0] and a[1] <= b[2] and b[1] <= a[2]
+            if live_together and offsets[index] < off + b[0] and off < offsets[index] + a[0]:
+                return True
+        return False
+
+    def place(k, height):
+        if height >= best[0]:
+            return
+        if k == len(blocks):
+            best[0] = height
+            return
+        for base in range(0, limit + 1, alignment):
+            members = blocks[k]
+            for m in members:
+                offsets[m] = base + deltas[m]
+            top = max(height, *(offsets[m] + items[m][0] for m in members))
+            if not any(clash(m) for m in members):
+                place(k + 1, top)
+            for m in members:
+                offsets[m] = None
+
+    place(0, 0)
+    return best[0]
+
+
+def _random_items(rng, count, alignment, groups):
+    items = []
+    for _ in range(count):
+        first = rng.randrange(0, 6)
+        items.append(
+            (
+                rng.choice([1, 2, 3]) * alignment - rng.choice([0, 0, alignment // 2]),
+                first,
+                first + rng.randrange(0, 4),
+            )
+        )
+    if groups and count >= 3:
+        # Two items at fixed deltas: an output and an input inside it, live before it.
+        size = rng.choice([2, 3]) * alignment
+        at = rng.randrange(2, 7)
+        items[-2] = (size, at, at + rng.randrange(0, 3), 0, 0)
+        items[-1] = (alignment, rng.randrange(0, at + 1), at, 0, rng.choice([0, alignment]))
+        items = [item if len(item) == 5 else (*item, -1, 0) for item in items]
+        if rng.random() < 0.5:
+            # An empty input of the group, which must sit at its delta all the same.
+            items[0] = (0, rng.randrange(0, at + 1), at, 0, rng.choice([0, alignment]))
+    return items
+
+
+CASES = [
+    (seed, count, alignment, groups)
+    for seed in range(12)
+    for count, alignment, groups in ((5, 1, False), (6, 64, False), (7, 2, False), (6, 4, True))
+]
+
+
+@pytest.mark.parametrize(("seed", "count", "alignment", "groups"), CASES)
+def test_the_search_finds_the_least_size_that_brute_force_finds(seed, count, alignment, groups):
+    """Against every placement enumerated: the size is the least one wherever the result claims
+    at_bound or proven_minimum, never below it, and without groups (where the search is
+    exhaustive) always claimed. The placement has no overlap."""
+    rng = random.Random(1000 * seed + count)
+    items = _random_items(rng, count, alignment, groups)
+    result = _pack(items, alignment)
+    offsets = [int(o) for o in result["offsets"]]
+    assert _overlaps(items, offsets, alignment) == []
+    size = int(result["bytes"])
+    assert size == max(o + item[0] for o, item in zip(offsets, items, strict=True))
+    least = _brute_force_minimum(items, alignment)
+    assert size >= least >= int(result["bound"])
+    if result["optimality"] in ("at_bound", "proven_minimum"):
+        assert size == least
+    if not groups:
+        assert result["optimality"] in ("at_bound", "proven_minimum")
+
+
+def _perfect_packing(count, seed, unit=64, height=64):
+    """A rectangle of 2 * count points by `height` units cut into `count` tiles by guillotine
+    cuts: every point is full, so the optimum is the peak-live bound."""
+    rng = random.Random(seed)
+    tiles = [(0, 2 * count, 0, height)]
+    while len(tiles) < count:
+        tiles.sort(key=lambda t: (t[1] - t[0]) * (t[3] - t[2]))
+        t0, t1, b0, b1 = tiles.pop()
+        if t1 - t0 > 1 and (b1 - b0 <= 1 or rng.random() < 0.5):
+            cut = rng.randint(t0 + 1, t1 - 1)
+            tiles += [(t0, cut, b0, b1), (cut, t1, b0, b1)]
+        else:
+            cut = rng.randint(b0 + 1, b1 - 1)
+            tiles += [(t0, t1, b0, cut), (t0, t1, cut, b1)]
+    return [(f"t{i}", t0, t1, (b1 - b0) * unit) for i, (t0, t1, b0, b1) in enumerate(tiles)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_perfect_packings_of_40_reach_their_optimum(seed):
+    """The optimum of a perfect packing is its bound: the search reaches it."""
+    items = _perfect_packing(40, seed)
+    packing = pack_offsets(items, alignment=64, budget_s=10)
+    assert packing.optimality == "at_bound" and packing.size == 64 * 64 == packing.bound
+    plain = [(size, lower, upper - 1) for _, lower, upper, size in items]
+    assert _overlaps(plain, [packing.offsets[i[0]] for i in items], 64) == []
+
+
+def test_a_tiny_budget_returns_the_best_found_and_says_so():
+    """With a budget far too small for a hard instance, the packer still returns a valid
+    placement, labelled best_found with its gap (timing itself is bench/plan.py's)."""
+    items = _perfect_packing(400, 0)
+    packing = pack_offsets(items, alignment=64, budget_s=0.02)
+    assert packing.optimality == "best_found"
+    assert packing.gap_bytes == packing.size - packing.bound > 0
+    plain = [(size, lower, upper - 1) for _, lower, upper, size in items]
+    assert _overlaps(plain, [packing.offsets[i[0]] for i in items], 64) == []
+
+
+def test_results_do_not_depend_on_the_run():
+    """The search stops after a number of steps, not at a time: the same input gives the same
+    placement every time."""
+    items = _perfect_packing(400, 0)
+    first = pack_offsets(items, alignment=64, budget_s=0.05)
+    second = pack_offsets(items, alignment=64, budget_s=0.05)
+    assert not first.timed_out
+    assert first.offsets == second.offsets and first.search_steps == second.search_steps
+
+
+def test_alignment_need_not_be_a_power_of_two():
+    """Offsets are multiples of any positive alignment, such as 192."""
+    items = [(f"b{i}", i % 3, i % 3 + 2, 64 * (1 + i % 4)) for i in range(12)]
+    packing = pack_offsets(items, alignment=192)
+    assert all(offset % 192 == 0 for offset in packing.offsets.values())
+    plain = [(size, lower, upper - 1) for _, lower, upper, size in items]
+    assert _overlaps(plain, [packing.offsets[i[0]] for i in items], 192) == []
+
+
+def test_a_capacity_under_the_bound_does_not_fit_and_says_why():
+    """The bound is the reason given when it exceeds the capacity."""
+    items = [("a", 0, 2, 100), ("b", 1, 3, 100)]
+    with pytest.raises(DoesNotFitError, match="peak-live bound, 200 bytes") as err:
+        pack_offsets(items, capacity=150)
+    assert err.value.packing.size == 200
+
+
+def test_a_capacity_the_search_proves_too_small_does_not_fit():
+    """Two 1-byte items live together at 2-byte alignment: the bound (2) fits a capacity of 2,
+    but no placement does, and the search proves it."""
+    items = [("a", 0, 2, 1), ("b", 1, 3, 1)]
+    with pytest.raises(DoesNotFitError, match="proved"):
+        pack_offsets(items, capacity=2, alignment=2)
+    assert pack_offsets(items, alignment=2).optimality == "proven_minimum"
+
+
+def test_bad_items_are_value_errors_naming_the_item():
+    with pytest.raises(ValueError, match="item 'x'.*lifetime"):
+        pack_offsets([("x", 3, 3, 8)])
+    with pytest.raises(ValueError, match="item 'y': size"):
+        pack_offsets([("y", 0, 1, -1)])
+    with pytest.raises(ValueError, match="alignment"):
+        pack_offsets([("z", 0, 1, 8)], alignment=0)
+
+
+def test_optimality_codes_are_one_table():
+    """The codes come from the C++ table, each with a sentence, in order of strength."""
+    codes = optimality_codes()
+    assert list(codes) == ["at_bound", "proven_minimum", "best_found"]
+    assert all(sentence.endswith(".") for sentence in codes.values())
