@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tvm
 
-from tvm_memplan import pipeline
+from tvm_memplan import substitution
 from tvm_memplan.cli import main
 from tvm_memplan.report.builds import BuildSummary, summary_line
 from tvm_memplan.report.records import fields
@@ -208,7 +208,7 @@ def test_stock_constructors_and_entries_come_back(ours):
     """After the run, TVM's pass constructors and build functions are TVM's again."""
     assert tvm.compile is STOCK_COMPILE
     assert tvm.relax.transform.StaticPlanBlockMemory is STOCK_PLANNER
-    assert not pipeline._installed
+    assert not substitution._installed
 
 
 # ---- scripts -------------------------------------------------------------------------------------
