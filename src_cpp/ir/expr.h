@@ -21,6 +21,11 @@
 namespace tvm_memplan {
 namespace ir {
 
+/*! \brief The dtypes the core builds constants of: shapes, offsets and sizes are int64; a
+ *         storage's element type is uint8. */
+inline constexpr DLDataType kInt64{kDLInt, 64, 1};
+inline constexpr DLDataType kUInt8{kDLUInt, 8, 1};
+
 /*! \brief The dtype of a scalar expression (its PrimType). */
 DLDataType DTypeOf(const ObjectRef& expr);
 /*! \brief Whether `expr` is a scalar expression (an ir.Expr whose type is a PrimType). */

@@ -4,8 +4,6 @@
  */
 #include "ir/node_kind.h"
 
-#include <atomic>
-
 #include "ir/schema.h"
 
 namespace tvm_memplan {
@@ -33,15 +31,7 @@ NodeKind ComputeNodeKind(int32_t type_index) {
 }  // namespace
 
 NodeKind NodeKindOf(int32_t type_index) {
-  // Type indices are small and dense (a few thousand after `import tvm`); 0 = not computed yet.
-  constexpr int32_t kTableSize = 1 << 14;
-  static std::atomic<uint8_t> table[kTableSize] = {};
-  if (type_index < 0 || type_index >= kTableSize) return ComputeNodeKind(type_index);
-  uint8_t known = table[type_index].load(std::memory_order_relaxed);
-  if (TVM_FFI_PREDICT_TRUE(known != 0)) return static_cast<NodeKind>(known);
-  NodeKind kind = ComputeNodeKind(type_index);
-  table[type_index].store(static_cast<uint8_t>(kind), std::memory_order_relaxed);
-  return kind;
+  return MemoizedByTypeIndex<NodeKind, ComputeNodeKind>(type_index);
 }
 
 }  // namespace ir

@@ -19,6 +19,9 @@
 #ifndef TVM_MEMPLAN_IR_NODE_KIND_H_
 #define TVM_MEMPLAN_IR_NODE_KIND_H_
 
+#include <tvm/ffi/base_detail.h>
+
+#include <atomic>
 #include <cstdint>
 
 namespace tvm_memplan {
@@ -43,6 +46,24 @@ enum class NodeKind : uint8_t {
 
 /*! \brief The kind of nodes of `type_index` (any runtime type index, PODs included). */
 NodeKind NodeKindOf(int32_t type_index);
+
+/*!
+ * \brief `compute(type_index)`, computed once per process and type index: for the questions
+ *        walks ask of every node (NodeKindOf, tir's StmtShapeOf). `Answer` is a one-byte enum
+ *        whose 0 no answer takes (it marks "not computed yet").
+ */
+template <typename Answer, Answer (*compute)(int32_t)>
+Answer MemoizedByTypeIndex(int32_t type_index) {
+  // Type indices are small and dense (a few thousand after `import tvm`).
+  constexpr int32_t kTableSize = 1 << 14;
+  static std::atomic<uint8_t> table[kTableSize] = {};
+  if (type_index < 0 || type_index >= kTableSize) return compute(type_index);
+  uint8_t known = table[type_index].load(std::memory_order_relaxed);
+  if (TVM_FFI_PREDICT_TRUE(known != 0)) return static_cast<Answer>(known);
+  Answer answer = compute(type_index);
+  table[type_index].store(static_cast<uint8_t>(answer), std::memory_order_relaxed);
+  return answer;
+}
 
 }  // namespace ir
 }  // namespace tvm_memplan

@@ -176,12 +176,11 @@ constexpr int64_t kAssertEqualToImm = 0;
 ObjectRef MakeShapeCheck(const Array<ObjectRef>& values, const std::vector<int64_t>& expected,
                          const ObjectRef& none, const std::string& message) {
   TVM_FFI_ICHECK_EQ(values.size(), expected.size()) << "internal error: one value per expectation";
-  const DLDataType i64{kDLInt, 64, 1};
   Array<ObjectRef> args{MakeShapeExpr(values), none,
-                        IntConst(i64, static_cast<int64_t>(values.size()))};
+                        IntConst(kInt64, static_cast<int64_t>(values.size()))};
   for (int64_t value : expected) {
-    args.push_back(IntConst(i64, kAssertEqualToImm));
-    args.push_back(IntConst(i64, value));
+    args.push_back(IntConst(kInt64, kAssertEqualToImm));
+    args.push_back(IntConst(kInt64, value));
   }
   args.push_back(StringConst(message));
   return MakePackedCall(schema::func::VMBuiltinMatchShape.name(), args).ref();

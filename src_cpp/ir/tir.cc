@@ -9,7 +9,6 @@
 #include <tvm/ffi/extra/structural_mutate.h>
 #include <tvm/ffi/extra/structural_visit.h>
 
-#include <atomic>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -183,12 +182,11 @@ std::optional<int64_t> AllocatedBytes(const Array<ObjectRef>& shape,
 
 std::optional<ObjectRef> AllocatedBytesExpr(const Array<ObjectRef>& shape,
                                             const Array<ObjectRef>& strides, DLDataType dtype) {
-  const DLDataType int64{kDLInt, 64, 1};
   if (std::optional<int64_t> bytes = AllocatedBytes(shape, strides, dtype)) {
-    return IntConst(int64, *bytes);
+    return IntConst(kInt64, *bytes);
   }
   if (!strides.empty()) return std::nullopt;
-  ObjectRef bytes = IntConst(int64, DTypeBytes(dtype));
+  ObjectRef bytes = IntConst(kInt64, DTypeBytes(dtype));
   for (const ObjectRef& extent : shape) bytes = Mul(bytes, extent);
   return bytes;
 }
@@ -428,16 +426,7 @@ StmtShape ComputeStmtShape(int32_t t) {
   return StmtShape::kOther;
 }
 
-StmtShape StmtShapeOf(int32_t t) {
-  constexpr int32_t kTableSize = 1 << 14;
-  static std::atomic<uint8_t> table[kTableSize] = {};
-  if (t < 0 || t >= kTableSize) return ComputeStmtShape(t);
-  uint8_t known = table[t].load(std::memory_order_relaxed);
-  if (TVM_FFI_PREDICT_TRUE(known != 0)) return static_cast<StmtShape>(known);
-  StmtShape shape = ComputeStmtShape(t);
-  table[t].store(static_cast<uint8_t>(shape), std::memory_order_relaxed);
-  return shape;
-}
+StmtShape StmtShapeOf(int32_t t) { return MemoizedByTypeIndex<StmtShape, ComputeStmtShape>(t); }
 
 /*! \brief A new reference to a borrowed object (a null ref for nullptr). */
 ObjectRef Ref(const Object* obj) { return obj ? ffi::GetRef<ObjectRef>(obj) : ObjectRef(); }

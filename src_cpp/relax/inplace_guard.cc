@@ -32,8 +32,6 @@ using ir::relax::TypeOf;
 
 namespace {
 
-const DLDataType kInt64{kDLInt, 64, 1};
-
 /*! \brief One write to revert: argument `arg` of the call bound by `binding`. */
 struct UnsafeWrite {
   const Object* binding;

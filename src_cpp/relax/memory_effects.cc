@@ -50,7 +50,7 @@ MemoryEffect Opaque(bool escapes, Planned planned, std::string what) {
 
 /*! \brief The number of elements of `shape`, as an int64 expression. */
 ObjectRef Elements(const Array<ObjectRef>& shape) {
-  ObjectRef product = IntConst(DLDataType{kDLInt, 64, 1}, 1);
+  ObjectRef product = IntConst(kInt64, 1);
   for (const ObjectRef& extent : shape) product = Mul(product, extent);
   return product;
 }

@@ -37,8 +37,6 @@ using ir::relax::TypeOf;
 
 namespace {
 
-const DLDataType kInt64{kDLInt, 64, 1};
-
 class PlanAnalysis {
  public:
   PlanAnalysis(const ObjectRef& gv, const Function& func, const IRModule& mod,

@@ -23,7 +23,6 @@ namespace relax {
 using namespace ir;
 
 namespace {
-const DLDataType kInt64{kDLInt, 64, 1};
 
 /*! \brief The doc of every `optimality` field: the codes of optimality::kCodes with their
  *         sentences (kept for the process: reflection keeps the pointer). */

@@ -24,8 +24,6 @@ using namespace ir;
 
 namespace {
 
-const DLDataType kInt64{kDLInt, 64, 1};
-
 /*! \brief StorageAllocation.algorithm of the storages no packing places. */
 constexpr const char* kOwnStorage = "own storage";
 constexpr const char* kOneSymbolicSize = "one size, lifetimes apart";

@@ -25,9 +25,6 @@ using ir::relax::SeqExpr;
 
 namespace {
 
-const DLDataType kInt64{kDLInt, 64, 1};
-const DLDataType kUInt8{kDLUInt, 8, 1};
-
 /*!
  * \brief The entry checks of `bounds`, one per shape variable: `max(n, upper) == upper` (and
  *        `min(n, lower) == lower`), through the VM's shape match (ir::relax::MakeShapeCheck), so

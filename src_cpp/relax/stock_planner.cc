@@ -17,11 +17,7 @@ using ir::relax::Function;
 using ir::relax::TensorType;
 using ir::relax::TypeOf;
 
-namespace {
-
-const DLDataType kInt64{kDLInt, 64, 1};
-
-}  // namespace
+namespace {}  // namespace
 
 Function StockPlanner::Planned(const ObjectRef& gv) {
   if (!planned_) {
