@@ -2,11 +2,9 @@
  * \file relax/memory_plan_analysis.cc
  * \brief The planner's analysis: allocations and their lifetimes, sizes, copy-free
  *        concatenations, storages (relax/memory_plan_storages.h), the record and the stock
- *        planner's figures; then the choice between the two plans (relax/planner_choice.h).
+ *        planner's figures as modelled.
  */
 #include "relax/memory_plan_analysis.h"
-
-#include <tvm/ffi/reflection/registry.h>
 
 #include <algorithm>
 #include <limits>
@@ -17,12 +15,9 @@
 #include <utility>
 
 #include "ir/analyzer.h"
-#include "ir/pass.h"
 #include "relax/concat_placement.h"
 #include "relax/memory_plan_model.h"
 #include "relax/memory_plan_storages.h"
-#include "relax/planner_choice.h"
-#include "relax/stock_planner.h"
 #include "relax/storage_flow.h"
 #include "target/planning_devices.h"
 
@@ -41,41 +36,39 @@ class PlanAnalysis {
  public:
   PlanAnalysis(const ObjectRef& gv, const Function& func, const IRModule& mod,
                const MemoryPlanOptionsObj& options, const target::PlanningDevices& devices,
-               StockPlanner* stock, PrimFuncFacts* prim_funcs)
+               PrimFuncFacts* prim_funcs)
       : gv_(gv),
         func_(func),
         functions_(mod.functions()),
         options_(options),
         devices_(devices),
-        stock_(stock),
         prim_funcs_(prim_funcs),
         classifier_(mod.ref(), nullptr, prim_funcs,
                     MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
         steps_(FlattenFunction(func)),
         flow_(steps_) {}
 
-  MemoryPlan Run(bool compare_with_stock) {
+  FunctionMemoryPlanPtr Run(bool model_ours) {
     // Step 1: values and allocations, in program order.
     for (const ObjectRef& param : func_.params()) {
       flow_.Define(param, Value{{flow_.NewRoot(RootKind::kParam, "a parameter", -1)}, nullptr});
     }
     for (size_t i = 0; i < steps_.size(); ++i) Visit(static_cast<int64_t>(i));
-    // Step 2: sizes; step 3: lifetimes and what is not planned.
-    BindUpperBounds();
+    // Step 2: sizes (bounded ones at their bound); step 3: lifetimes, and what is not planned.
+    BindBounds();
     for (TensorAllocation& a : allocations_) {
-      Size(&a);
+      DescribeAllocation(&a);
       Lifetime(&a);
     }
-    // Step 4: copy-free concatenations (relax/concat_placement.h); step 5: storages per
-    // (device, scope) (relax/memory_plan_storages.h).
+    // Step 4: copy-free concatenations (relax/concat_placement.h).
     CopyFreeConcatenations();
+    // Step 5: storages per (device, scope) (relax/memory_plan_storages.h).
     std::string device_refusal = PackStorages(func_, &allocations_, devices_, options_, &storages_);
-    // Step 6: the record and the bound; step 7: the stock planner's figures. The choice between
-    // the two plans is the caller's (relax/planner_choice.h).
-    MemoryPlan plan = Record();
-    plan.device_refusal = device_refusal;
-    plan.stock_well_formed =
-        CompareWithStock(&plan, !device_refusal.empty() || compare_with_stock, compare_with_stock);
+    // Step 6: the record and the bound.
+    FunctionMemoryPlanPtr plan = Record();
+    plan->device_refusal = device_refusal;
+    // Step 7: TVM's planner's figures, as its model predicts them.
+    ModelPlanners(plan.get(), model_ours);
     return plan;
   }
 
@@ -146,11 +139,11 @@ class PlanAnalysis {
     }
   }
 
-  // ---- steps 2 and 3 ------------------------------------------------------------------------
+  // ---- steps 2 and 3 -----------------------------------------------------------------------
 
   /*! \brief `tir_var_upper_bound` (and `tir_var_lower_bound`) of the function's signature
    *         variables, as TVM's planner reads them. */
-  void BindUpperBounds() {
+  void BindBounds() {
     for (const ObjectRef& param : func_.params()) {
       for (const Object* var : VarsOf(TypeOf(param))) signature_vars_.insert(var);
     }
@@ -178,7 +171,7 @@ class PlanAnalysis {
     }
   }
 
-  void Size(TensorAllocation* a) const {
+  void DescribeAllocation(TensorAllocation* a) const {
     std::optional<TensorType> type = As<TensorType>(TypeOf(a->call.ref()));
     std::optional<Array<ObjectRef>> shape = type ? type->shape() : std::nullopt;
     std::optional<DLDataType> dtype = type ? type->dtype() : std::nullopt;
@@ -303,13 +296,13 @@ class PlanAnalysis {
     return found == root_allocation_.end() ? -1 : static_cast<int64_t>(found->second);
   }
 
-  // ---- step 5 -------------------------------------------------------------------------------
+  // ---- step 6 -------------------------------------------------------------------------------
 
-  MemoryPlan Record() {
-    MemoryPlan plan;
-    plan.record = ffi::make_object<FunctionMemoryPlanObj>();
-    FunctionMemoryPlanObj& r = *plan.record;
+  FunctionMemoryPlanPtr Record() {
+    FunctionMemoryPlanPtr plan = ffi::make_object<FunctionMemoryPlanObj>();
+    FunctionMemoryPlanObj& r = *plan;
     r.function = GlobalVarName(gv_);
+    r.global_var = gv_;
     r.num_points = static_cast<int64_t>(steps_.size());
     ObjectRef planned_size = IntConst(kInt64, 0);
     std::set<const Object*> relied;  // the bounded variables sizing planned tensors
@@ -333,8 +326,7 @@ class PlanAnalysis {
       t->unplanned = a.unplanned;
       t->reason = a.reason;
       r.tensors.push_back(ObjectRef(t));
-      tensor_records_.push_back(t);
-      plan.bindings.push_back(a.binding.ref());
+      r.bindings.push_back(a.binding.ref());
       if (a.storage < 0) {
         if (a.known_type) planned_size = Add(planned_size, a.size);
         if (a.bytes >= 0 && !a.symbolic) {
@@ -356,7 +348,7 @@ class PlanAnalysis {
     r.storages = Array<ObjectRef>(storages_.begin(), storages_.end());
     r.planned_size = analyzer_.Simplify(planned_size);
     r.concats = concat_records_;
-    plan.dropped_bindings = dropped_bindings_;
+    r.dropped_bindings = dropped_bindings_;
     r.peak_live_bytes = PeakLiveOf(r.tensors);
     r.optimality = optimality::kAtBound;
     for (const ObjectRef& storage : storages_) {
@@ -364,12 +356,12 @@ class PlanAnalysis {
                                          storage.as<StorageAllocationObj>()->optimality.c_str());
     }
     r.optimality_gap_bytes = r.planned_bytes - r.peak_live_bytes;
-    for (const Object* var : relied) plan.bound_checks.push_back(bounds_.at(var));
-    std::sort(plan.bound_checks.begin(), plan.bound_checks.end(),
+    for (const Object* var : relied) r.bound_checks.push_back(bounds_.at(var));
+    std::sort(r.bound_checks.begin(), r.bound_checks.end(),
               [](const BoundCheck& a, const BoundCheck& b) {
                 return Var(a.var).name() < Var(b.var).name();
               });
-    for (const BoundCheck& bound : plan.bound_checks)
+    for (const BoundCheck& bound : r.bound_checks)
       r.checked_bounds.push_back(Var(bound.var).name());
     for (const auto& [var, bound] : bounds_) {
       r.upper_bounds.Set(Var(bound.var).name(), bound.upper);
@@ -378,50 +370,24 @@ class PlanAnalysis {
     return plan;
   }
 
-  // ---- step 6 -------------------------------------------------------------------------------
+  // ---- step 7 -------------------------------------------------------------------------------
 
   /*!
-   * \brief The stock planner's figures in the record: from its model, or from running TVM's
-   *        pass when `run` is set, the model cannot tell (symbolic sizes) or it predicts fewer
-   *        bytes than ours (the choice then rests on the real plan); for the analysis
-   *        (`analysis`), also the model's prediction of ours. Returns whether the stock plan is
-   *        well formed (true when not run).
+   * \brief TVM's planner's figures as its model predicts them (the choice of planner runs TVM's
+   *        pass where the prediction cannot tell or does not suffice: relax/planner_choice.h);
+   *        with `model_ours`, also ours as the same model predicts it.
    */
-  bool CompareWithStock(MemoryPlan* plan, bool run, bool analysis) {
-    FunctionMemoryPlanObj& r = *plan->record;
+  void ModelPlanners(FunctionMemoryPlanObj* r, bool model_ours) const {
     MemoryPlanModel model(PlanSteps(steps_, effects_, PlanBlocks::kPerBindingBlock));
     std::optional<int64_t> modelled = model.TotalBytes({});
-    r.stock_model_bytes = modelled.value_or(-1);
-    // A second packing that only the analysis reports (the pass would pay for it on every run).
-    if (analysis) {
-      r.memplan_model_bytes =
-          model.MemplanBytes({}, options_.alignment, options_.exact_search_ms).value_or(-1);
-    }
-    bool symbolic = r.symbolic_allocations > 0 ||
-                    std::any_of(allocations_.begin(), allocations_.end(),
-                                [](const TensorAllocation& a) { return a.symbolic; });
-    run = run ||
-          (options_.fall_back_to_stock && (!modelled || symbolic || r.planned_bytes > *modelled));
-    if (!run) {
-      if (modelled) {
-        r.stock_bytes = *modelled;
-        r.stock_size = IntConst(kInt64, *modelled);
-        r.stock_symbolic_allocations = 0;
-        r.stock_source = stock_source::kModel;
-      }
-      return true;
-    }
-    StockFunctionPlan stock = ReadStockPlan(stock_->Planned(gv_));
-    r.stock_bytes = stock.bytes;
-    r.stock_size = analyzer_.Simplify(stock.size);
-    r.stock_symbolic_allocations = stock.symbolic;
-    r.stock_source = stock_source::kStockPass;
-    r.stock_storages = stock.storages;
-    for (size_t i = 0; i < allocations_.size(); ++i) {
-      auto found = stock.tensor_storage.find(allocations_[i].binding.var().get());
-      if (found != stock.tensor_storage.end()) tensor_records_[i]->stock_storage = found->second;
-    }
-    return stock.well_formed;
+    r->stock_model_bytes = modelled.value_or(-1);
+    if (model_ours)
+      r->memplan_model_bytes = model.MemplanBytes({}, options_.alignment).value_or(-1);
+    if (!modelled) return;
+    r->stock_bytes = *modelled;
+    r->stock_size = IntConst(kInt64, *modelled);
+    r->stock_symbolic_allocations = 0;
+    r->stock_source = stock_source::kModel;
   }
 
   ObjectRef gv_;
@@ -429,7 +395,6 @@ class PlanAnalysis {
   Map<ObjectRef, ObjectRef> functions_;
   const MemoryPlanOptionsObj& options_;
   const target::PlanningDevices& devices_;
-  StockPlanner* stock_;
   PrimFuncFacts* prim_funcs_;
   MemoryEffects classifier_;
   std::vector<Step> steps_;
@@ -443,7 +408,6 @@ class PlanAnalysis {
   std::vector<ObjectRef> storages_;
   /*! \brief Signature variables with a `tir_var_upper_bound`. */
   std::unordered_map<const Object*, BoundCheck> bounds_;
-  std::vector<ffi::ObjectPtr<PlannedTensorObj>> tensor_records_;
   /*! \brief Per root, the program points of the calls that may write it. */
   std::unordered_map<RootId, std::vector<int64_t>> root_writes_;
   /*! \brief Program points of calls of PrimFuncs proven to be concatenations. */
@@ -455,45 +419,29 @@ class PlanAnalysis {
 
 }  // namespace
 
-std::vector<MemoryPlan> AnalyzeMemoryPlans(const GuardedModule& guarded,
-                                           const MemoryPlanOptionsObj& options,
-                                           bool compare_with_stock) {
+std::vector<FunctionMemoryPlanPtr> AnalyzeMemoryPlans(const GuardedModule& guarded,
+                                                      const MemoryPlanOptionsObj& options,
+                                                      bool model_ours) {
   const IRModule& mod = guarded.mod;
   target::PlanningDevices devices = target::ResolvePlanningDevices(mod.ref());
-  StockPlanner stock(mod);
   PrimFuncFacts prim_funcs;
-  // Name order, so that the plans (and the stock runs) do not depend on map iteration.
+  // Name order, so that the plans do not depend on map iteration.
   std::vector<std::pair<std::string, ObjectRef>> functions;
   for (const auto& [gv, func] : mod.functions()) {
     if (Is<Function>(func)) functions.emplace_back(GlobalVarName(gv), gv);
   }
   std::sort(functions.begin(), functions.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<MemoryPlan> plans;
+  std::vector<FunctionMemoryPlanPtr> plans;
   for (const auto& [name, gv] : functions) {
     Function func(mod.functions().at(gv));
-    MemoryPlan plan =
-        PlanAnalysis(gv, func, mod, options, devices, &stock, &prim_funcs).Run(compare_with_stock);
-    ApplyPlannerChoice(&plan, ChoosePlanner(plan, options), &stock, gv);
-    plans.push_back(std::move(plan));
+    FunctionMemoryPlanPtr plan =
+        PlanAnalysis(gv, func, mod, options, devices, &prim_funcs).Run(model_ours);
     auto reverted = guarded.reverted.find(name);
-    if (reverted != guarded.reverted.end()) plans.back().record->reverted_writes = reverted->second;
+    if (reverted != guarded.reverted.end()) plan->reverted_writes = reverted->second;
+    plans.push_back(std::move(plan));
   }
   return plans;
-}
-
-TVM_FFI_STATIC_INIT_BLOCK() {
-  tvm::ffi::reflection::GlobalDef().def(
-      "tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions options) {
-        CheckMemoryPlanOptions(*options.get());
-        Array<ObjectRef> records;
-        for (const MemoryPlan& plan :
-             AnalyzeMemoryPlans(GuardInplaceWrites(IRModule(mod, "memory_plan")), *options.get(),
-                                /*compare_with_stock=*/true)) {
-          records.push_back(ObjectRef(plan.record));
-        }
-        return records;
-      });
 }
 
 }  // namespace relax

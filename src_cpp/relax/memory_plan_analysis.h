@@ -1,8 +1,9 @@
 /*!
  * \file relax/memory_plan_analysis.h
- * \brief Where every tensor of a Relax function lives once planned: lifetimes over the whole
- *        function, offsets in one storage per (device, storage scope), the peak-live bound, and
- *        the comparison with TVM's StaticPlanBlockMemory on the same IR.
+ * \brief Step 2 of the planner (relax/static_plan_memory.h): where every tensor of a Relax
+ *        function lives in our plan: lifetimes over the whole function, offsets in one storage
+ *        per (device, storage scope), the peak-live bound, and TVM's StaticPlanBlockMemory's
+ *        figures on the same IR as its model predicts them.
  *
  * \code
  *   # Relax after CallTIRRewrite                          tensor  bytes  live   offset
@@ -13,10 +14,10 @@
  *       cls.exp(a, b)                                        (b outlives the branch: stock
  *       r = b                                                 cannot plan it)
  *   else: ...
- *   d = R.builtin.alloc_tensor(...)                          d      256   [7,9]      0
+ *   d = R.builtin.alloc_tensor(...)                          d      256   [7,9]      -
  *   cls.add(r, r, d)
- *   return d                                                 d is returned: not planned
- *   // one storage of 512 bytes; peak live 512 bytes
+ *   return d                                                 (d is returned: not planned,
+ *   // one storage of 512 bytes for a and b; bound 512 bytes  allocated on its own)
  * \endcode
  *
  * The records are declared in relax/memory_plan_records.h; the rewrite in
@@ -65,43 +66,18 @@
 namespace tvm_memplan {
 namespace relax {
 
-/*! \brief A shape variable the plan sizes at its bound, to check on entry. */
-struct BoundCheck {
-  /*! \brief The TIR variable (defined by the function's parameters). */
-  ObjectRef var;
-  std::optional<int64_t> lower;
-  int64_t upper = 0;
-};
-
-/*! \brief A function's plan: its record, and what the rewrite needs beside it. */
-struct MemoryPlan {
-  ffi::ObjectPtr<FunctionMemoryPlanObj> record;
-  /*! \brief Per tensor record, the relax.Binding of its allocation. */
-  std::vector<ObjectRef> bindings;
-  /*! \brief Sorted by variable name. */
-  std::vector<BoundCheck> bound_checks;
-  /*! \brief When the stock planner plans the function: the function as TVM's pass made it. */
-  std::optional<ir::relax::Function> stock_function;
-  /*! \brief The calls of copy-free concatenations (relax.Bindings): their outputs already
-   *         hold their inputs, the rewrite drops them. */
-  std::vector<ObjectRef> dropped_bindings;
-  /*! \brief Why only the stock planner can plan the function ("" when ours can). */
-  std::string device_refusal;
-  /*! \brief Whether the stock plan is well formed (true when TVM's pass did not run). */
-  bool stock_well_formed = true;
-};
-
 /*!
- * \brief The plans of every Relax function of `guarded.mod` (Relax after CallTIRRewrite, its
- *        unsafe in-place writes reverted: relax/inplace_guard.h), in name order, each with its
- *        planner chosen (relax/planner_choice.h); each record lists the writes reverted in its
- *        function.
- * \param compare_with_stock Also run the stock planner and record its plan (for the analysis);
- *        otherwise it runs only when the choice of planner needs it.
+ * \brief Our plan of every Relax function of `guarded.mod` (Relax after CallTIRRewrite, its
+ *        unsafe in-place writes reverted: relax/inplace_guard.h), in name order: each record has
+ *        our tensors, storages and bound, TVM's planner's figures as its model predicts them
+ *        (relax/memory_plan_model.h), and the writes reverted in the function. Which planner plans
+ *        a function is the next step's (relax/planner_choice.h).
+ * \param model_ours Also record our bytes as that model predicts them (memplan_model_bytes, for
+ *        the analysis: one more packing per function, which the pass does not need).
  */
-std::vector<MemoryPlan> AnalyzeMemoryPlans(const GuardedModule& guarded,
-                                           const MemoryPlanOptionsObj& options,
-                                           bool compare_with_stock);
+std::vector<FunctionMemoryPlanPtr> AnalyzeMemoryPlans(const GuardedModule& guarded,
+                                                      const MemoryPlanOptionsObj& options,
+                                                      bool model_ours);
 
 }  // namespace relax
 }  // namespace tvm_memplan

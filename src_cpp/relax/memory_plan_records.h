@@ -14,7 +14,10 @@
 #ifndef TVM_MEMPLAN_RELAX_MEMORY_PLAN_RECORDS_H_
 #define TVM_MEMPLAN_RELAX_MEMORY_PLAN_RECORDS_H_
 
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "ir/relax.h"
 #include "relax/memory_plan_model.h"
@@ -183,6 +186,14 @@ class RevertedInplaceWriteObj : public ffi::Object {
                                     RevertedInplaceWriteObj, ffi::Object);
 };
 
+/*! \brief A shape variable a plan sizes tensors at the bound of, to check on entry. */
+struct BoundCheck {
+  /*! \brief The TIR variable (defined by the function's parameters). */
+  ObjectRef var;
+  std::optional<int64_t> lower;
+  int64_t upper = 0;
+};
+
 /*! \brief One `R.memory.alloc_storage` of a plan. */
 class StorageAllocationObj : public ffi::Object {
  public:
@@ -268,10 +279,27 @@ class FunctionMemoryPlanObj : public ffi::Object {
    *         at, for a plan from `EvaluatePlan`. */
   Map<String, int64_t> shape_values;
 
+  // C++ only: what the choice of planner and the rewrite need of the function.
+  /*! \brief The function's GlobalVar. */
+  ObjectRef global_var;
+  /*! \brief Per tensor record, the relax.Binding of its allocation. */
+  std::vector<ObjectRef> bindings;
+  /*! \brief The shape variables whose bounds size planned tensors, sorted by name: the
+   *         function checks them on entry (`checked_bounds` names them). */
+  std::vector<BoundCheck> bound_checks;
+  /*! \brief The calls of copy-free concatenations (relax.Bindings): their outputs already hold
+   *         their inputs, the rewrite drops them. */
+  std::vector<ObjectRef> dropped_bindings;
+  /*! \brief Why only the stock planner can plan the function ("" when ours can). */
+  std::string device_refusal;
+
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.FunctionMemoryPlan", FunctionMemoryPlanObj,
                                     ffi::Object);
 };
+
+/*! \brief A plan as the steps of the pass build it up: each step fills its part. */
+using FunctionMemoryPlanPtr = ffi::ObjectPtr<FunctionMemoryPlanObj>;
 
 class FunctionMemoryPlan : public ObjectRef {
  public:

@@ -71,9 +71,9 @@ class StoragePacker {
     if (plan_outputs && plan_outputs->cast<bool>()) {
       for (TensorAllocation& a : tensors_) {
         if (a.storage < 0 && a.symbolic && a.bytes >= 0) {
-          a.storage = AddStorage(IntConst(kInt64, a.bytes), a.device, a.scope, /*bounded=*/true);
-          SetOptimality(a.storage, a.bytes, optimality::kAtBound, kOwnStorage);
-          a.Unplanned("", "");
+          a.storage = AddStorage(IntConst(kInt64, a.bytes), a.device, a.scope, /*bounded=*/true,
+                                 {a.bytes, optimality::kAtBound, kOwnStorage});
+          a.MarkPlanned();
         }
       }
     }
@@ -102,8 +102,8 @@ class StoragePacker {
         << "internal error: the offset packing of " << items.size() << " tensors overlaps";
     bool bounded =
         std::any_of(sized.begin(), sized.end(), [&](size_t i) { return tensors_[i].symbolic; });
-    int64_t storage = AddStorage(IntConst(kInt64, packing.bytes), device, scope, bounded);
-    SetOptimality(storage, packing.bound, packing.optimality, packing.algorithm);
+    int64_t storage = AddStorage(IntConst(kInt64, packing.bytes), device, scope, bounded,
+                                 {packing.bound, packing.optimality, packing.algorithm});
     for (size_t k = 0; k < sized.size(); ++k) {
       tensors_[sized[k]].storage = storage;
       tensors_[sized[k]].offset = packing.offsets[k];
@@ -132,8 +132,9 @@ class StoragePacker {
         auto free = std::find_if(busy.begin(), busy.end(),
                                  [&](const auto& s) { return s.second < a.first; });
         if (free == busy.end()) {
-          busy.emplace_back(AddStorage(a.size, device, scope, /*bounded=*/false), a.last);
-          SetOptimality(busy.back().first, -1, optimality::kAtBound, kOneSymbolicSize);
+          busy.emplace_back(AddStorage(a.size, device, scope, /*bounded=*/false,
+                                       {-1, optimality::kAtBound, kOneSymbolicSize}),
+                            a.last);
           free = busy.end() - 1;
         }
         free->second = a.last;
@@ -143,23 +144,25 @@ class StoragePacker {
     }
   }
 
-  /*! \brief How close storage `index` is to its bound (-1: symbolic), and what placed it. */
-  void SetOptimality(int64_t index, int64_t bound, const char* code, const std::string& algorithm) {
-    auto* storage = const_cast<StorageAllocationObj*>(storages_[index].as<StorageAllocationObj>());
-    storage->bound_bytes = bound;
-    storage->optimality = code;
-    storage->optimality_gap_bytes = bound >= 0 ? storage->bytes - bound : 0;
-    storage->algorithm = algorithm;
-  }
+  /*! \brief How close a storage is to its bound (-1: symbolic), and what placed it. */
+  struct Closeness {
+    int64_t bound;
+    const char* optimality;
+    std::string algorithm;
+  };
 
-  int64_t AddStorage(const ObjectRef& size, int64_t device, const std::string& scope,
-                     bool bounded) {
+  int64_t AddStorage(const ObjectRef& size, int64_t device, const std::string& scope, bool bounded,
+                     const Closeness& closeness) {
     ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
     storage->bytes = AsConstInt(size).value_or(-1);
     storage->size = size;
     storage->bounded = bounded;
     storage->device = device;
     storage->scope = scope;
+    storage->bound_bytes = closeness.bound;
+    storage->optimality = closeness.optimality;
+    storage->optimality_gap_bytes = closeness.bound >= 0 ? storage->bytes - closeness.bound : 0;
+    storage->algorithm = closeness.algorithm;
     storages_.push_back(ObjectRef(storage));
     return static_cast<int64_t>(storages_.size() - 1);
   }

@@ -16,54 +16,15 @@
 #define TVM_MEMPLAN_RELAX_MEMORY_PLAN_STORAGES_H_
 
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "ir/relax.h"
 #include "relax/memory_plan_records.h"
-#include "relax/storage_flow.h"
+#include "relax/tensor_allocation.h"
 #include "target/planning_devices.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-/*! \brief One `R.builtin.alloc_tensor` and what the planner decides for it. */
-struct TensorAllocation {
-  TensorAllocation(ir::relax::Binding binding, ir::Call call, int64_t step, RootId root)
-      : binding(std::move(binding)), call(std::move(call)), step(step), root(root) {}
-  ir::relax::Binding binding;
-  ir::Call call;
-  int64_t step;
-  RootId root;
-  Array<ObjectRef> shape;
-  DLDataType dtype{kDLFloat, 32, 1};
-  int64_t device = 0;
-  std::string scope;
-  /*! \brief Bytes (upper bound when symbolic and bounded); -1 unbounded. */
-  int64_t bytes = -1;
-  bool symbolic = false;
-  /*! \brief The bytes as an expression of the shape variables (when the type is known). */
-  ObjectRef size;
-  /*! \brief Unbounded, and only parameters' shape variables occur in `size`: it can size a
-   *         storage at the function's start. */
-  bool sized_on_entry = false;
-  /*! \brief The bounded shape variables in its shape (`bytes` takes their bounds). */
-  std::vector<const Object*> bounded_vars;
-  std::string op;
-  int64_t first = 0, last = 0;
-  /*! \brief Why it is not planned: a code of namespace `unplanned`, and a sentence. */
-  const char* unplanned = "";
-  std::string reason;
-  bool plannable() const { return *unplanned == '\0'; }
-  void Unplanned(const char* code, std::string why) {
-    unplanned = code;
-    reason = std::move(why);
-  }
-  int64_t storage = -1, offset = 0;
-  bool known_type = false;
-  /*! \brief Placed with others by copy-free concatenations: the group, and its offset there. */
-  int64_t group = -1, group_offset = 0;
-};
 
 /*!
  * \brief Storages (StorageAllocation records, appended to `storages`) for the plannable tensors

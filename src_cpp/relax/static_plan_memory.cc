@@ -13,6 +13,8 @@
 
 #include "ir/dump.h"
 #include "ir/pass.h"
+#include "relax/inplace_guard.h"
+#include "relax/memory_plan_analysis.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -84,11 +86,11 @@ Function PrependBindings(const Function& func, const Array<ObjectRef>& bindings)
 /*! \brief Rewrites the allocations of one function as its plan says. */
 class PlanApplier {
  public:
-  explicit PlanApplier(const MemoryPlan& plan)
+  explicit PlanApplier(const FunctionMemoryPlanObj& plan)
       : alloc_storage_(ir::relax::GetOp(schema::op::MemoryAllocStorage)),
         alloc_tensor_(ir::relax::GetOp(schema::op::MemoryAllocTensor)),
         ensure_zero_offset_(ir::relax::GetOp(schema::op::EnsureZeroOffset)) {
-    const FunctionMemoryPlanObj& record = *plan.record;
+    const FunctionMemoryPlanObj& record = plan;
     for (size_t i = 0; i < record.storages.size(); ++i) {
       const auto* storage = record.storages[i].as<StorageAllocationObj>();
       Array<ObjectRef> args{ir::relax::MakeShapeExpr({storage->size}),
@@ -155,54 +157,73 @@ class PlanApplier {
 
 }  // namespace
 
-IRModule ApplyMemoryPlans(const IRModule& mod, const std::vector<MemoryPlan>& plans) {
+IRModule ApplyMemoryPlans(const IRModule& mod, const std::vector<FunctionMemoryPlanPtr>& plans,
+                          const std::vector<PlannerChoice>& choices) {
   Map<ObjectRef, ObjectRef> updated = mod.functions();
   bool changed = false;
-  for (const auto& [gv, base_func] : mod.functions()) {
-    if (!Is<Function>(base_func)) continue;
-    std::string name = GlobalVarName(gv);
-    auto plan = std::find_if(plans.begin(), plans.end(),
-                             [&](const MemoryPlan& p) { return p.record->function == name; });
-    TVM_FFI_ICHECK(plan != plans.end()) << "internal error: no memory plan for " << name;
-    if (plan->record->tensors.empty()) continue;
-    Function func(base_func);
-    Function planned = plan->stock_function ? *plan->stock_function : PlanApplier(*plan)(func);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const FunctionMemoryPlanObj& plan = *plans[i];
+    if (plan.tensors.empty()) continue;
+    Function func(mod.functions().at(plan.global_var));
+    const std::optional<Function>& stock = choices[i].stock_function;
+    Function planned = stock ? *stock : PlanApplier(plan)(func);
     // TVM's planner consumes this attribute; ours has planned what it asks for.
-    if (!plan->stock_function &&
-        FuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput)) {
+    if (!stock && FuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput)) {
       planned = Function(WithoutFuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput));
     }
     // Checked first, whichever planner: past a bound, tensors sized at it would not fit.
-    planned = PrependBindings(planned, BoundCheckBindings(name, plan->bound_checks));
+    planned = PrependBindings(planned, BoundCheckBindings(plan.function, plan.bound_checks));
     if (!planned.same_as(func.ref())) {
-      updated.Set(gv, planned.ref());
+      updated.Set(plan.global_var, planned.ref());
       changed = true;
     }
   }
   return changed ? mod.WithFunctions(updated) : mod;
 }
 
+namespace {
+
+/*! \brief Every plan's record, for a dump or for Python. */
+Array<ObjectRef> Records(const std::vector<FunctionMemoryPlanPtr>& plans) {
+  Array<ObjectRef> records;
+  for (const FunctionMemoryPlanPtr& plan : plans) records.push_back(ObjectRef(plan));
+  return records;
+}
+
+}  // namespace
+
 TVM_FFI_STATIC_INIT_BLOCK() {
-  tvm::ffi::reflection::GlobalDef().def(
-      "tvm_memplan.transform.StaticPlanBlockMemory", [](MemoryPlanOptions options) {
+  tvm::ffi::reflection::GlobalDef()
+      .def("tvm_memplan.transform.StaticPlanBlockMemory",
+           [](MemoryPlanOptions options) {
+             CheckMemoryPlanOptions(*options.get());
+             return MakeModulePass(
+                 "tvm_memplan.StaticPlanBlockMemory", 0, [options](IRModule mod, ObjectRef) {
+                   PassDump dump("StaticPlanBlockMemory");
+                   dump.Write("input", mod.ref());
+                   // 1. Unsafe in-place writes get copies, whichever pass made them.
+                   GuardedModule guarded = GuardInplaceWrites(mod);
+                   // 2. Our plan of every function, with TVM's planner's figures as modelled.
+                   std::vector<FunctionMemoryPlanPtr> plans =
+                       AnalyzeMemoryPlans(guarded, *options.get(), /*model_ours=*/false);
+                   // 3. Ours or TVM's, per function (TVM's pass runs where the choice needs it).
+                   std::vector<PlannerChoice> choices =
+                       ChoosePlanners(guarded.mod, plans, *options.get(), /*run_stock=*/false);
+                   // 4. The chosen plans applied, each function checking its bounds on entry.
+                   IRModule out = ApplyMemoryPlans(guarded.mod, plans, choices);
+                   dump.Write("plans", Records(plans));
+                   dump.Write("output", out.ref());
+                   return out;
+                 });
+           })
+      // The same steps, for the records: both planners' figures, and ours as modelled too.
+      .def("tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions options) {
         CheckMemoryPlanOptions(*options.get());
-        return MakeModulePass(
-            "tvm_memplan.StaticPlanBlockMemory", 0, [options](IRModule mod, ObjectRef) {
-              PassDump dump("StaticPlanBlockMemory");
-              dump.Write("input", mod.ref());
-              // Unsafe in-place writes get copies first, whichever pass made them.
-              GuardedModule guarded = GuardInplaceWrites(mod);
-              std::vector<MemoryPlan> plans =
-                  AnalyzeMemoryPlans(guarded, *options.get(), /*compare_with_stock=*/false);
-              IRModule out = ApplyMemoryPlans(guarded.mod, plans);
-              if (dump.enabled()) {
-                Array<ObjectRef> records;
-                for (const MemoryPlan& plan : plans) records.push_back(ObjectRef(plan.record));
-                dump.Write("plans", records);
-                dump.Write("output", out.ref());
-              }
-              return out;
-            });
+        GuardedModule guarded = GuardInplaceWrites(IRModule(mod, "memory_plan"));
+        std::vector<FunctionMemoryPlanPtr> plans =
+            AnalyzeMemoryPlans(guarded, *options.get(), /*model_ours=*/true);
+        ChoosePlanners(guarded.mod, plans, *options.get(), /*run_stock=*/true);
+        return Records(plans);
       });
 }
 

@@ -39,14 +39,17 @@
 
 #include <vector>
 
-#include "relax/memory_plan_analysis.h"
+#include "relax/memory_plan_records.h"
+#include "relax/planner_choice.h"
 
 namespace tvm_memplan {
 namespace relax {
 
-/*! \brief `mod` with `plans` (AnalyzeMemoryPlans of `mod`) applied; `mod` itself is not
- *         modified. */
-ir::IRModule ApplyMemoryPlans(const ir::IRModule& mod, const std::vector<MemoryPlan>& plans);
+/*! \brief `mod` with `plans` (AnalyzeMemoryPlans of `mod`) applied as `choices`
+ *         (ChoosePlanners of them) say; `mod` itself is not modified. */
+ir::IRModule ApplyMemoryPlans(const ir::IRModule& mod,
+                              const std::vector<FunctionMemoryPlanPtr>& plans,
+                              const std::vector<PlannerChoice>& choices);
 
 }  // namespace relax
 }  // namespace tvm_memplan
