@@ -5,6 +5,7 @@
 #include "ir/expr.h"
 
 #include <tvm/ffi/extra/structural_visit.h>
+#include <tvm/ffi/reflection/registry.h>
 
 #include "ir/schema.h"
 
@@ -200,6 +201,12 @@ std::unordered_set<const Object*> VarsOf(const ObjectRef& node) {
         return std::nullopt;
       });
   return vars;
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  // The bytes one element of a dtype takes as TVM allocates it: the one count, for Python.
+  tvm::ffi::reflection::GlobalDef().def("tvm_memplan.analysis.element_bytes",
+                                        [](DLDataType dtype) { return DTypeBytes(dtype); });
 }
 
 }  // namespace ir

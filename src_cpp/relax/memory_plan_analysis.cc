@@ -16,6 +16,7 @@
 
 #include "ir/analyzer.h"
 #include "relax/concat_placement.h"
+#include "relax/memory_plan_figures.h"
 #include "relax/memory_plan_model.h"
 #include "relax/memory_plan_storages.h"
 #include "relax/storage_flow.h"

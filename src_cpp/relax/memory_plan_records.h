@@ -2,8 +2,8 @@
  * \file relax/memory_plan_records.h
  * \brief What a memory plan says, as reflected records that the pass, Python, the report and the
  *        benchmarks all read: the planner's options, every tensor, every storage and a function's
- *        plan with the stock planner's next to it. Also the figures computed from records alone:
- *        the peak-live bound of a plan, and a plan evaluated at shape variable values.
+ *        plan with the stock planner's next to it. The figures computed from records alone (the
+ *        bound, a plan at shape values) are relax/memory_plan_figures.h.
  *
  * \code
  *   (plan,) = tvm_memplan.analysis.memory_plan(mod)            # FunctionMemoryPlan records
@@ -312,32 +312,6 @@ class FunctionMemoryPlan : public ObjectRef {
 /*! \brief The one check of the options (ValueError naming the bad field), at every FFI entry
  *         that takes them: the pass constructors and the analyses. */
 void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options);
-
-/*!
- * \brief `plan` with every figure evaluated at shape variable `values` (variables missing there
- *        take their upper bound): tensors at their size for those values, storages as
- *        allocated (those sized at a bound keep it), the totals and the peak-live bound. A
- *        variable with neither a value nor a bound, or a value outside its bounds, is a
- *        ValueError naming it.
- */
-FunctionMemoryPlan EvaluatePlan(const FunctionMemoryPlanObj& plan,
-                                const Map<String, int64_t>& values);
-
-/*!
- * \brief The peak-live bound of a plan's tensor records: per storage, the most bytes of its
- *        tensors live at one program point (bounded sizes at their bound), plus the static bytes
- *        of the tensors no planner may share (function results, escaping tensors): no plan of
- *        this IR under these rules allocates less. Tensors in different storages never share
- *        bytes, so a tensor in a storage of its own (a result under
- *        `relax.memory_plan_dynamic_func_output`) counts whole. Unplanned tensors of symbolic
- *        size are left out.
- */
-int64_t PeakLiveOf(const Array<ObjectRef>& tensors);
-
-/*! \brief FunctionMemoryPlan.live_bytes: per program point, the bytes of the static-size tensors
- *         live there (in a plan at shape values, of every tensor with a size there), each from
- *         its allocation to its last read, a copy-free group's bytes counted once. */
-std::vector<int64_t> LiveBytesOf(const FunctionMemoryPlanObj& plan);
 
 }  // namespace relax
 }  // namespace tvm_memplan
