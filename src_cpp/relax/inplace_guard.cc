@@ -1,24 +1,20 @@
 /*!
  * \file relax/inplace_guard.cc
- * \brief Finding in-place writes into constants and into values read afterwards, and giving
- *        each a copy of its argument to write.
+ * \brief Giving each in-place write the analysis finds (relax/inplace_guard_analysis.h) a copy
+ *        of its argument to write, and the pass.
  */
 #include "relax/inplace_guard.h"
 
 #include <tvm/ffi/reflection/registry.h>
 
 #include <optional>
+#include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "ir/pass.h"
-#include "ir/scopes.h"
-#include "relax/memory_effects.h"
-#include "relax/memory_plan_records.h"
-#include "relax/program_points.h"
-#include "relax/storage_flow.h"
+#include "relax/inplace_guard_analysis.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -32,216 +28,13 @@ using ir::relax::TypeOf;
 
 namespace {
 
-/*! \brief One write to revert: argument `arg` of the call bound by `binding`. */
-struct UnsafeWrite {
-  const Object* binding;
-  size_t arg;
-  /*! \brief The binding of the call's result right after it (nullptr: none). */
-  const Object* result_binding = nullptr;
-  /*! \brief `R.builtin.alloc_tensor` arguments for the copy: device index and scope. */
-  ObjectRef device, scope;
-  ffi::ObjectPtr<RevertedInplaceWriteObj> record;
-};
-
-/*! \brief The unsafe in-place writes of one function, in program order. */
-class WriteAnalysis {
- public:
-  WriteAnalysis(const Function& func, const IRModule& mod, PrimFuncFacts* facts)
-      : func_(func),
-        facts_(facts),
-        classifier_(mod.ref(), nullptr, facts,
-                    MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
-        steps_(FlattenFunction(func)),
-        flow_(steps_) {}
-
-  std::vector<UnsafeWrite> Run() {
-    for (const ObjectRef& param : func_.params()) {
-      flow_.Define(param, Value{{flow_.NewRoot(RootKind::kParam, "a parameter", -1)}, nullptr});
-      defined_at_[param.get()] = -1;
-    }
-    for (size_t i = 0; i < steps_.size(); ++i) Define(static_cast<int64_t>(i));
-    std::vector<UnsafeWrite> writes;
-    for (size_t i = 0; i < steps_.size(); ++i) Check(static_cast<int64_t>(i), &writes);
-    return writes;
-  }
-
- private:
-  void Define(int64_t index) {
-    const Step& step = steps_[index];
-    if (step.kind != Step::Kind::kBinding && step.kind != Step::Kind::kIfResult) return;
-    std::optional<Call> call = As<Call>(step.expr);
-    Var var = step.binding->var();
-    defined_at_[var.get()] = index;
-    if (step.kind == Step::Kind::kIfResult || !call) {
-      flow_.Define(var.ref(), flow_.StepValue(index, nullptr));
-      return;
-    }
-    MemoryEffect effect = classifier_.Classify(*call);
-    Array<ObjectRef> args = call->args();
-    for (size_t i : WrittenArguments(*call, effect, classifier_, facts_)) {
-      const Value* value = IsVar(args[i]) ? flow_.Find(args[i].get()) : nullptr;
-      if (value == nullptr) continue;
-      for (RootId root : value->roots) writes_[root].push_back(index);
-    }
-    Value value = flow_.StepValue(index, &effect);
-    if (effect.allocator == MemoryEffect::Allocator::kAllocStorage) {
-      planned_.insert(value.roots.begin(), value.roots.end());
-    }
-    flow_.Define(var.ref(), std::move(value));
-  }
-
-  void Check(int64_t index, std::vector<UnsafeWrite>* writes) {
-    const Step& step = steps_[index];
-    if (step.kind != Step::Kind::kBinding) return;
-    std::optional<Call> call = As<Call>(step.expr);
-    if (!call) return;
-    std::optional<PrimFunc> callee = classifier_.PrimFuncOf(call->op());
-    if (!callee) return;
-    const std::vector<bool>& written = facts_->WrittenParams(*callee);
-    Array<ObjectRef> args = call->args();
-    for (size_t i = 0; i < args.size() && i < written.size(); ++i) {
-      if (!written[i] || !Is<TensorType>(TypeOf(args[i]))) continue;
-      Value value = flow_.Eval(args[i], index, "the call of " + GlobalVarName(call->op()));
-      for (RootId root : value.roots) {
-        std::optional<UnsafeWrite> write = Judge(index, *call, i, root);
-        if (write) {
-          writes->push_back(std::move(*write));
-          break;
-        }
-      }
-    }
-  }
-
-  /*! \brief Whether writing `root` (through argument `arg` of `call` at `index`) is unsafe. */
-  std::optional<UnsafeWrite> Judge(int64_t index, const Call& call, size_t arg, RootId root) {
-    const Root& r = flow_.root(root);
-    // A parameter passed itself is the caller's tensor, written as the program says; storage
-    // of unknown origin, or a destination nothing wrote yet, holds no value of this function's.
-    const ObjectRef& written = call.args()[arg];
-    if (r.kind == RootKind::kParam && IsVar(written) && defined_at_.count(written.get()) &&
-        defined_at_.at(written.get()) < 0) {
-      return std::nullopt;
-    }
-    if (r.kind == RootKind::kForeign) return std::nullopt;
-    // Already planned: tensors at offsets of one storage, which this analysis cannot tell apart.
-    if (planned_.count(root)) return std::nullopt;
-    if (r.kind == RootKind::kAllocated && !WrittenBefore(root, index)) return std::nullopt;
-    const Object* result = ResultBinding(index, call.args()[arg]);
-    std::string argument =
-        IsVar(call.args()[arg]) ? Quoted(Var(call.args()[arg]).name()) : std::string("a constant");
-    const char* code = nullptr;
-    std::string reason;
-    if (r.kind == RootKind::kConstant) {
-      code = inplace_write::kConstant;
-      reason = argument + " may refer to constant storage (" + r.origin +
-               "): every later call would read what this one wrote";
-    } else if (r.kind == RootKind::kParam) {
-      code = inplace_write::kParameter;
-      reason = argument +
-               " may refer to a parameter's storage (a view of the caller's tensor, "
-               "which the function does not write as itself)";
-    } else if (std::optional<std::string> read = ReadAfter(root, index, result)) {
-      code = inplace_write::kReadAfter;
-      reason = argument + " still holds the value it overwrites, which " + *read;
-    } else {
-      return std::nullopt;
-    }
-    UnsafeWrite write{steps_[index].binding->get(), arg, result};
-    DestinationOf(r, &write);
-    write.record = ffi::make_object<RevertedInplaceWriteObj>();
-    write.record->callee = GlobalVarName(call.op());
-    write.record->argument = IsVar(call.args()[arg]) ? Var(call.args()[arg]).name() : "a constant";
-    write.record->code = code;
-    write.record->reason = reason;
-    if (result) write.record->result = Binding(ffi::GetRef<ObjectRef>(result)).var().name();
-    return write;
-  }
-
-  /*! \brief Whether a call before step `index`, on a path reaching it, wrote `root`. */
-  bool WrittenBefore(RootId root, int64_t index) const {
-    auto found = writes_.find(root);
-    if (found == writes_.end()) return false;
-    for (int64_t write : found->second) {
-      if (write < index && CanFollow(steps_[write], steps_[index])) return true;
-    }
-    return false;
-  }
-
-  /*! \brief The binding CallTIRRewrite emits right after the call for its result: `b = a`, or a
-   *         tuple holding `a`. */
-  const Object* ResultBinding(int64_t index, const ObjectRef& arg) const {
-    size_t next = static_cast<size_t>(index) + 1;
-    if (next >= steps_.size() || steps_[next].kind != Step::Kind::kBinding ||
-        steps_[next].block != steps_[index].block) {
-      return nullptr;
-    }
-    const ObjectRef& value = steps_[next].expr;
-    bool holds = value.same_as(arg);
-    if (std::optional<Tuple> tuple = As<Tuple>(value)) {
-      for (const ObjectRef& field : tuple->fields()) holds = holds || field.same_as(arg);
-    }
-    return holds ? steps_[next].binding->get() : nullptr;
-  }
-
-  /*!
-   * \brief Where the old value of `root` is read after step `index` (as "... read at ..."):
-   *        by a step that can follow it, through a variable bound before it, other than the
-   *        result binding. nullopt when nowhere.
-   */
-  std::optional<std::string> ReadAfter(RootId root, int64_t index, const Object* result) const {
-    for (size_t later = static_cast<size_t>(index) + 1; later < steps_.size(); ++later) {
-      const Step& step = steps_[later];
-      if (step.binding && step.binding->get() == result) continue;
-      if (!CanFollow(steps_[index], step)) continue;
-      for (const Object* var : step.uses) {
-        auto defined = defined_at_.find(var);
-        if (defined == defined_at_.end() || defined->second >= index) continue;
-        const Value* value = flow_.Find(var);
-        if (value == nullptr || !Intersects(value->roots, {root})) continue;
-        std::string name = Quoted(Var(ffi::GetRef<ObjectRef>(var)).name());
-        if (step.kind == Step::Kind::kReturn) return name + " returns";
-        if (step.kind == Step::Kind::kBinding) {
-          return name + " is read at " + Quoted(step.binding->var().name());
-        }
-        return name + " is read afterwards";
-      }
-    }
-    return std::nullopt;
-  }
-
-  /*! \brief The copy is allocated where the storage was (device 0, global scope when not
-   *         known). */
-  void DestinationOf(const Root& r, UnsafeWrite* write) const {
-    write->device = IntConst(kInt64, 0);
-    write->scope = StringConst(scope::kGlobal);
-    if (r.step < 0) return;
-    std::optional<Call> alloc = As<Call>(steps_[r.step].expr);
-    if (alloc && alloc->IsOp(schema::op::BuiltinAllocTensor) && alloc->args().size() == 4) {
-      write->device = alloc->args()[2];
-      write->scope = alloc->args()[3];
-    }
-  }
-
-  const Function& func_;
-  PrimFuncFacts* facts_;
-  MemoryEffects classifier_;
-  std::vector<Step> steps_;
-  StorageFlow flow_;
-  /*! \brief Variable -> the step binding it (-1: a parameter). */
-  std::unordered_map<const Object*, int64_t> defined_at_;
-  /*! \brief Storages allocated by `R.memory.alloc_storage` (a plan already applied). */
-  std::unordered_set<RootId> planned_;
-  /*! \brief Per root, the steps of the calls that may write it. */
-  std::unordered_map<RootId, std::vector<int64_t>> writes_;
-};
-
 /*! \brief Gives each unsafe write of one function a copy to write. */
 class WriteReverter {
  public:
-  WriteReverter(const std::string& function, const std::vector<UnsafeWrite>& writes)
+  WriteReverter(const std::string& function, const std::vector<RevertedInplaceWrite>& writes)
       : function_(function), alloc_tensor_(ir::relax::GetOp(schema::op::BuiltinAllocTensor)) {
-    for (const UnsafeWrite& write : writes) {
-      by_binding_[write.binding].push_back(&write);
+    for (const RevertedInplaceWrite& write : writes) {
+      by_binding_[write->binding.get()].push_back(write.get());
     }
   }
 
@@ -264,26 +57,28 @@ class WriteReverter {
     }
     Call call(binding.value());
     Array<ObjectRef> args = call.args();
-    for (const UnsafeWrite* write : found->second) {
+    for (const RevertedInplaceWriteObj* write : found->second) {
       ObjectRef arg = args[write->arg];
       Var copy = Copy(arg, *write, out);
       args.Set(write->arg, copy.ref());
-      if (write->result_binding) results_[write->result_binding].emplace_back(arg, copy.ref());
+      if (write->result_binding.defined()) {
+        results_[write->result_binding.get()].emplace_back(arg, copy.ref());
+      }
     }
     out->push_back(binding.WithValue(call.WithArgs(args).ref()).ref());
   }
 
   /*! \brief `copy = alloc_tensor(...)` and the copy of `arg` into it, appended to `out`. */
-  Var Copy(const ObjectRef& arg, const UnsafeWrite& write, Array<ObjectRef>* out) const {
+  Var Copy(const ObjectRef& arg, const RevertedInplaceWriteObj& write,
+           Array<ObjectRef>* out) const {
     ObjectRef type = TypeOf(arg);
     TensorType tensor(type);
     std::optional<Array<ObjectRef>> shape = tensor.shape();
     std::optional<DLDataType> dtype = tensor.dtype();
     if (!shape || !dtype) {
       TVM_FFI_THROW(ValueError) << "function " << Quoted(function_) << ": the call of "
-                                << Quoted(write.record->callee) << " writes "
-                                << write.record->reason << "; it needs a copy of "
-                                << Quoted(write.record->argument)
+                                << Quoted(write.callee) << " writes " << write.reason
+                                << "; it needs a copy of " << Quoted(write.argument)
                                 << ", whose shape and dtype must be known";
     }
     std::string name = IsVar(arg) ? Var(arg).name() : std::string("constant");
@@ -318,7 +113,7 @@ class WriteReverter {
 
   std::string function_;
   ObjectRef alloc_tensor_;
-  std::unordered_map<const Object*, std::vector<const UnsafeWrite*>> by_binding_;
+  std::unordered_map<const Object*, std::vector<const RevertedInplaceWriteObj*>> by_binding_;
   /*! \brief Result bindings -> (argument, its copy) to swap in them. */
   std::unordered_map<const Object*, std::vector<std::pair<ObjectRef, ObjectRef>>> results_;
 };
@@ -333,12 +128,12 @@ GuardedModule GuardInplaceWrites(const IRModule& mod) {
   for (const auto& [gv, base_func] : mod.functions()) {
     if (!Is<Function>(base_func)) continue;
     Function func(base_func);
-    std::vector<UnsafeWrite> writes = WriteAnalysis(func, mod, &facts).Run();
+    std::vector<RevertedInplaceWrite> writes = FindUnsafeWrites(func, mod, &facts);
     if (writes.empty()) continue;
     std::string name = GlobalVarName(gv);
     updated.Set(gv, WriteReverter(name, writes)(func).ref());
     Array<ObjectRef>& records = guarded.reverted[name];
-    for (const UnsafeWrite& write : writes) records.push_back(ObjectRef(write.record));
+    for (const RevertedInplaceWrite& write : writes) records.push_back(ObjectRef(write));
     changed = true;
   }
   if (changed) guarded.mod = mod.WithFunctions(updated);
@@ -346,21 +141,10 @@ GuardedModule GuardInplaceWrites(const IRModule& mod) {
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  tvm::ffi::reflection::GlobalDef()
-      .def("tvm_memplan.transform.GuardInplaceWrites",
-           []() {
-             return MakeModulePass(
-                 "tvm_memplan.GuardInplaceWrites", 0,
-                 [](IRModule mod, ObjectRef) { return GuardInplaceWrites(mod).mod; });
-           })
-      .def("tvm_memplan.analysis.unsafe_inplace_writes", [](ObjectRef mod) {
-        Map<String, Array<ObjectRef>> out;
-        for (const auto& [name, records] :
-             GuardInplaceWrites(IRModule(mod, "unsafe_inplace_writes")).reverted) {
-          out.Set(name, records);
-        }
-        return out;
-      });
+  tvm::ffi::reflection::GlobalDef().def("tvm_memplan.transform.GuardInplaceWrites", []() {
+    return MakeModulePass("tvm_memplan.GuardInplaceWrites", 0,
+                          [](IRModule mod, ObjectRef) { return GuardInplaceWrites(mod).mod; });
+  });
 }
 
 }  // namespace relax

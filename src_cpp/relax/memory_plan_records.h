@@ -181,10 +181,21 @@ class RevertedInplaceWriteObj : public ffi::Object {
   String code;
   String reason;
 
+  // C++ only: what the guard's rewrite (relax/inplace_guard.h) needs.
+  /*! \brief The relax.Binding of the call, and the position of the argument it writes. */
+  ObjectRef binding;
+  size_t arg = 0;
+  /*! \brief The binding of the call's result right after it, or undefined. */
+  ObjectRef result_binding;
+  /*! \brief `R.builtin.alloc_tensor` arguments for the copy: device index and scope. */
+  ObjectRef device, scope;
+
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.RevertedInplaceWrite",
                                     RevertedInplaceWriteObj, ffi::Object);
 };
+
+using RevertedInplaceWrite = ffi::ObjectPtr<RevertedInplaceWriteObj>;
 
 /*! \brief A shape variable a plan sizes tensors at the bound of, to check on entry. */
 struct BoundCheck {

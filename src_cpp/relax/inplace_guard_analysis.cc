@@ -1,0 +1,253 @@
+/*!
+ * \file relax/inplace_guard_analysis.cc
+ * \brief Finding in-place writes into constants, parameters' views and values read afterwards.
+ */
+#include "relax/inplace_guard_analysis.h"
+
+#include <tvm/ffi/reflection/registry.h>
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "ir/scopes.h"
+#include "relax/program_points.h"
+#include "relax/storage_flow.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+using namespace ir;
+using ir::relax::Binding;
+using ir::relax::Function;
+using ir::relax::TensorType;
+using ir::relax::Tuple;
+using ir::relax::TypeOf;
+
+namespace {
+
+/*! \brief The unsafe in-place writes of one function, in program order. */
+class WriteAnalysis {
+ public:
+  WriteAnalysis(const Function& func, const IRModule& mod, PrimFuncFacts* facts)
+      : func_(func),
+        facts_(facts),
+        classifier_(mod.ref(), nullptr, facts,
+                    MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
+        steps_(FlattenFunction(func)),
+        flow_(steps_) {}
+
+  std::vector<RevertedInplaceWrite> Run() {
+    for (const ObjectRef& param : func_.params()) {
+      flow_.Define(param, Value{{flow_.NewRoot(RootKind::kParam, "a parameter", -1)}, nullptr});
+      defined_at_[param.get()] = -1;
+    }
+    for (size_t i = 0; i < steps_.size(); ++i) Define(static_cast<int64_t>(i));
+    std::vector<RevertedInplaceWrite> writes;
+    for (size_t i = 0; i < steps_.size(); ++i) Check(static_cast<int64_t>(i), &writes);
+    return writes;
+  }
+
+ private:
+  void Define(int64_t index) {
+    const Step& step = steps_[index];
+    if (step.kind != Step::Kind::kBinding && step.kind != Step::Kind::kIfResult) return;
+    std::optional<Call> call = As<Call>(step.expr);
+    Var var = step.binding->var();
+    defined_at_[var.get()] = index;
+    if (step.kind == Step::Kind::kIfResult || !call) {
+      flow_.Define(var.ref(), flow_.StepValue(index, nullptr));
+      return;
+    }
+    MemoryEffect effect = classifier_.Classify(*call);
+    Array<ObjectRef> args = call->args();
+    for (size_t i : WrittenArguments(*call, effect, classifier_, facts_)) {
+      const Value* value = IsVar(args[i]) ? flow_.Find(args[i].get()) : nullptr;
+      if (value == nullptr) continue;
+      for (RootId root : value->roots) writes_[root].push_back(index);
+    }
+    Value value = flow_.StepValue(index, &effect);
+    if (effect.allocator == MemoryEffect::Allocator::kAllocStorage) {
+      planned_.insert(value.roots.begin(), value.roots.end());
+    }
+    flow_.Define(var.ref(), std::move(value));
+  }
+
+  void Check(int64_t index, std::vector<RevertedInplaceWrite>* writes) {
+    const Step& step = steps_[index];
+    if (step.kind != Step::Kind::kBinding) return;
+    std::optional<Call> call = As<Call>(step.expr);
+    if (!call) return;
+    std::optional<PrimFunc> callee = classifier_.PrimFuncOf(call->op());
+    if (!callee) return;
+    const std::vector<bool>& written = facts_->WrittenParams(*callee);
+    Array<ObjectRef> args = call->args();
+    for (size_t i = 0; i < args.size() && i < written.size(); ++i) {
+      if (!written[i] || !Is<TensorType>(TypeOf(args[i]))) continue;
+      Value value = flow_.Eval(args[i], index, "the call of " + GlobalVarName(call->op()));
+      for (RootId root : value.roots) {
+        std::optional<RevertedInplaceWrite> write = Judge(index, *call, i, root);
+        if (write) {
+          writes->push_back(std::move(*write));
+          break;
+        }
+      }
+    }
+  }
+
+  /*! \brief Whether writing `root` (through argument `arg` of `call` at `index`) is unsafe. */
+  std::optional<RevertedInplaceWrite> Judge(int64_t index, const Call& call, size_t arg,
+                                            RootId root) {
+    const Root& r = flow_.root(root);
+    // A parameter passed itself is the caller's tensor, written as the program says; storage
+    // of unknown origin, or a destination nothing wrote yet, holds no value of this function's.
+    const ObjectRef& written = call.args()[arg];
+    if (r.kind == RootKind::kParam && IsVar(written) && defined_at_.count(written.get()) &&
+        defined_at_.at(written.get()) < 0) {
+      return std::nullopt;
+    }
+    if (r.kind == RootKind::kForeign) return std::nullopt;
+    // Already planned: tensors at offsets of one storage, which this analysis cannot tell apart.
+    if (planned_.count(root)) return std::nullopt;
+    if (r.kind == RootKind::kAllocated && !WrittenBefore(root, index)) return std::nullopt;
+    const Object* result = ResultBinding(index, call.args()[arg]);
+    std::string argument =
+        IsVar(call.args()[arg]) ? Quoted(Var(call.args()[arg]).name()) : std::string("a constant");
+    const char* code = nullptr;
+    std::string reason;
+    if (r.kind == RootKind::kConstant) {
+      code = inplace_write::kConstant;
+      reason = argument + " may refer to constant storage (" + r.origin +
+               "): every later call would read what this one wrote";
+    } else if (r.kind == RootKind::kParam) {
+      code = inplace_write::kParameter;
+      reason = argument +
+               " may refer to a parameter's storage (a view of the caller's tensor, "
+               "which the function does not write as itself)";
+    } else if (std::optional<std::string> read = ReadAfter(root, index, result)) {
+      code = inplace_write::kReadAfter;
+      reason = argument + " still holds the value it overwrites, which " + *read;
+    } else {
+      return std::nullopt;
+    }
+    RevertedInplaceWrite write = ffi::make_object<RevertedInplaceWriteObj>();
+    write->callee = GlobalVarName(call.op());
+    write->argument = IsVar(call.args()[arg]) ? Var(call.args()[arg]).name() : "a constant";
+    write->code = code;
+    write->reason = reason;
+    if (result) write->result = Binding(ffi::GetRef<ObjectRef>(result)).var().name();
+    write->binding = ffi::GetRef<ObjectRef>(steps_[index].binding->get());
+    write->arg = arg;
+    if (result) write->result_binding = ffi::GetRef<ObjectRef>(result);
+    DestinationOf(r, write.get());
+    return write;
+  }
+
+  /*! \brief Whether a call before step `index`, on a path reaching it, wrote `root`. */
+  bool WrittenBefore(RootId root, int64_t index) const {
+    auto found = writes_.find(root);
+    if (found == writes_.end()) return false;
+    for (int64_t write : found->second) {
+      if (write < index && CanFollow(steps_[write], steps_[index])) return true;
+    }
+    return false;
+  }
+
+  /*! \brief The binding CallTIRRewrite emits right after the call for its result: `b = a`, or a
+   *         tuple holding `a`. */
+  const Object* ResultBinding(int64_t index, const ObjectRef& arg) const {
+    size_t next = static_cast<size_t>(index) + 1;
+    if (next >= steps_.size() || steps_[next].kind != Step::Kind::kBinding ||
+        steps_[next].block != steps_[index].block) {
+      return nullptr;
+    }
+    const ObjectRef& value = steps_[next].expr;
+    bool holds = value.same_as(arg);
+    if (std::optional<Tuple> tuple = As<Tuple>(value)) {
+      for (const ObjectRef& field : tuple->fields()) holds = holds || field.same_as(arg);
+    }
+    return holds ? steps_[next].binding->get() : nullptr;
+  }
+
+  /*!
+   * \brief Where the old value of `root` is read after step `index` (as "... read at ..."):
+   *        by a step that can follow it, through a variable bound before it, other than the
+   *        result binding. nullopt when nowhere.
+   */
+  std::optional<std::string> ReadAfter(RootId root, int64_t index, const Object* result) const {
+    for (size_t later = static_cast<size_t>(index) + 1; later < steps_.size(); ++later) {
+      const Step& step = steps_[later];
+      if (step.binding && step.binding->get() == result) continue;
+      if (!CanFollow(steps_[index], step)) continue;
+      for (const Object* var : step.uses) {
+        auto defined = defined_at_.find(var);
+        if (defined == defined_at_.end() || defined->second >= index) continue;
+        const Value* value = flow_.Find(var);
+        if (value == nullptr || !Intersects(value->roots, {root})) continue;
+        std::string name = Quoted(Var(ffi::GetRef<ObjectRef>(var)).name());
+        if (step.kind == Step::Kind::kReturn) return name + " returns";
+        if (step.kind == Step::Kind::kBinding) {
+          return name + " is read at " + Quoted(step.binding->var().name());
+        }
+        return name + " is read afterwards";
+      }
+    }
+    return std::nullopt;
+  }
+
+  /*! \brief The copy is allocated where the storage was (device 0, global scope when not
+   *         known). */
+  void DestinationOf(const Root& r, RevertedInplaceWriteObj* write) const {
+    write->device = IntConst(kInt64, 0);
+    write->scope = StringConst(scope::kGlobal);
+    if (r.step < 0) return;
+    std::optional<Call> alloc = As<Call>(steps_[r.step].expr);
+    if (alloc && alloc->IsOp(schema::op::BuiltinAllocTensor) && alloc->args().size() == 4) {
+      write->device = alloc->args()[2];
+      write->scope = alloc->args()[3];
+    }
+  }
+
+  const Function& func_;
+  PrimFuncFacts* facts_;
+  MemoryEffects classifier_;
+  std::vector<Step> steps_;
+  StorageFlow flow_;
+  /*! \brief Variable -> the step binding it (-1: a parameter). */
+  std::unordered_map<const Object*, int64_t> defined_at_;
+  /*! \brief Storages allocated by `R.memory.alloc_storage` (a plan already applied). */
+  std::unordered_set<RootId> planned_;
+  /*! \brief Per root, the steps of the calls that may write it. */
+  std::unordered_map<RootId, std::vector<int64_t>> writes_;
+};
+
+}  // namespace
+
+std::vector<RevertedInplaceWrite> FindUnsafeWrites(const Function& func, const IRModule& mod,
+                                                   PrimFuncFacts* facts) {
+  return WriteAnalysis(func, mod, facts).Run();
+}
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  tvm::ffi::reflection::GlobalDef().def(
+      "tvm_memplan.analysis.unsafe_inplace_writes", [](ObjectRef module) {
+        IRModule mod(module, "unsafe_inplace_writes");
+        PrimFuncFacts facts;
+        Map<String, Array<ObjectRef>> out;
+        for (const auto& [gv, func] : mod.functions()) {
+          if (!Is<Function>(func)) continue;
+          Array<ObjectRef> records;
+          for (RevertedInplaceWrite& write : FindUnsafeWrites(Function(func), mod, &facts)) {
+            records.push_back(ObjectRef(write));
+          }
+          if (!records.empty()) out.Set(GlobalVarName(gv), records);
+        }
+        return out;
+      });
+}
+
+}  // namespace relax
+}  // namespace tvm_memplan

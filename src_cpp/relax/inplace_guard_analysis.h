@@ -1,0 +1,33 @@
+/*!
+ * \file relax/inplace_guard_analysis.h
+ * \brief Which in-place writes the planner's guard reverts (relax/inplace_guard.h states the
+ *        rules and does it), as RevertedInplaceWrite records.
+ *
+ * \code
+ *   cls.sin_inplace(k)          # k is a constant: FoldConstant folded it after the in-place pass
+ *   b = k
+ *   // FindUnsafeWrites: one record, callee "sin_inplace", argument "k", code "constant",
+ *   // result "b"; with the binding, argument position and the copy's device and scope
+ * \endcode
+ */
+#ifndef TVM_MEMPLAN_RELAX_INPLACE_GUARD_ANALYSIS_H_
+#define TVM_MEMPLAN_RELAX_INPLACE_GUARD_ANALYSIS_H_
+
+#include <vector>
+
+#include "ir/relax.h"
+#include "relax/memory_effects.h"
+#include "relax/memory_plan_records.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+/*! \brief The in-place writes of `func` (a Relax function of `mod`, after CallTIRRewrite) to
+ *         revert, in program order. */
+std::vector<RevertedInplaceWrite> FindUnsafeWrites(const ir::relax::Function& func,
+                                                   const ir::IRModule& mod, PrimFuncFacts* facts);
+
+}  // namespace relax
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_RELAX_INPLACE_GUARD_ANALYSIS_H_
