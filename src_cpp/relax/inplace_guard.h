@@ -31,7 +31,8 @@
  * packed function); neither is a value the function computed. Storage already planned
  * (`R.memory.alloc_storage`, whose tensors at offsets this analysis does not tell apart) is left
  * to the plan that placed it. A write the guard cannot revert (the argument's shape is unknown)
- * is an error naming it, never a wrong program.
+ * is an error naming it, never a wrong program. Finding the writes is
+ * relax/inplace_guard_analysis.h; this file gives each its copy.
  */
 #ifndef TVM_MEMPLAN_RELAX_INPLACE_GUARD_H_
 #define TVM_MEMPLAN_RELAX_INPLACE_GUARD_H_
