@@ -24,7 +24,8 @@
 #include <vector>
 
 #include "ir/relax.h"
-#include "relax/memory_plan_model.h"
+#include "ir/tir.h"
+#include "relax/planners.h"
 
 namespace tvm_memplan {
 namespace relax {

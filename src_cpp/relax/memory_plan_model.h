@@ -39,18 +39,11 @@
 #include "ir/scopes.h"
 #include "relax/memory_effects.h"
 #include "relax/offset_packing.h"
+#include "relax/planners.h"
 #include "relax/program_points.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-/*! \brief The planners, as options and records name them. */
-inline constexpr const char* kStockPlanner = "stock";
-inline constexpr const char* kMemplanPlanner = "memplan";
-/*! \brief kAllocAlignment of the TVM runtime: offsets below it make ensure_zero_offset copy. */
-inline constexpr int64_t kRuntimeAlignment = 64;
-/*! \brief The alignment tvm-memplan's planner packs with by default. */
-inline constexpr int64_t kPlanAlignment = kRuntimeAlignment;
 
 /*! \brief One binding (or one read of a value) as the planner sees it after lowering. */
 struct PlanStep {

@@ -49,11 +49,22 @@ void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options) {
   }
 }
 
+namespace {
+
+/*! \brief The help of `alignment`, with the runtime's alignment (kept for the process:
+ *         reflection keeps the pointer). */
+const char* AlignmentHelp() {
+  static const std::string help = "Every offset is a multiple of this many bytes (a multiple of " +
+                                  std::to_string(kRuntimeAlignment) +
+                                  ", the TVM runtime's allocation alignment).";
+  return help.c_str();
+}
+
+}  // namespace
+
 void MemoryPlanOptionsObj::RegisterReflection() {
   OptionsDef<MemoryPlanOptionsObj>()
-      .Option("alignment", &MemoryPlanOptionsObj::alignment,
-              "Every offset is a multiple of this many bytes (a multiple of 64, the TVM runtime's "
-              "allocation alignment).")
+      .Option("alignment", &MemoryPlanOptionsObj::alignment, AlignmentHelp())
       .Option("fall_back_to_stock", &MemoryPlanOptionsObj::fall_back_to_stock,
               "Plan a function as TVM's StaticPlanBlockMemory does when that takes fewer bytes.")
       .Option("copy_free_concat", &MemoryPlanOptionsObj::copy_free_concat,

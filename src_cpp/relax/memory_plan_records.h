@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "ir/relax.h"
-#include "relax/memory_plan_model.h"
+#include "relax/planners.h"
 
 namespace tvm_memplan {
 namespace relax {

@@ -224,3 +224,16 @@ def test_the_shape_check_uses_the_runtime_code_for_an_immediate_match():
     ]
     assert len(checks) == 1
     assert int(checks[0].args[3]) == code  # (shape, heap, count, code, value, ..., message)
+
+
+def test_the_plan_alignment_is_the_runtimes():
+    """The planner's default alignment is the runtime's allocation alignment (kAllocAlignment in
+    the wheel's runtime header tvm/runtime/device_api.h): below it ensure_zero_offset copies."""
+    import tvm
+
+    from tvm_memplan.transform import MemoryPlanOptions, StaticPlanBlockMemory
+
+    header = (Path(tvm.__file__).parent / "include/tvm/runtime/device_api.h").read_text()
+    runtime = int(re.search(r"constexpr int kAllocAlignment = (\d+);", header).group(1))
+    assert MemoryPlanOptions().alignment == runtime
+    assert f"a multiple of {runtime}, the TVM runtime's" in StaticPlanBlockMemory.__doc__
