@@ -4,6 +4,8 @@ there, and the analyses hand out those objects themselves."""
 
 import importlib
 import inspect
+import re
+from pathlib import Path
 
 import tvm
 from tvm.script import relax as R
@@ -56,6 +58,45 @@ def test_every_reflected_field_carries_its_doc():
     for key, cls in _reflected_types().items():
         for field in cls.__tvm_ffi_type_info__.fields:
             assert field.doc and field.doc.strip(), f"{key}.{field.name} has no doc"
+
+
+SRC = Path(__file__).resolve().parents[1] / "src_cpp"
+
+
+def _reflected_members(header: Path) -> dict[str, tuple[list[str], set[str]]]:
+    """Per reflected class of `header`: the lines of its body before its C++-only members, and
+    the names of the fields its RegisterReflection (in the .cc beside it) registers."""
+    source = header.with_suffix(".cc").read_text()
+    out = {}
+    pattern = r"class (\w+Obj) : public ffi::Object \{\n public:\n(.*?)static void Register"
+    for match in re.finditer(pattern, header.read_text(), re.S):
+        cls, body = match.groups()
+        start = source.find(f"void {cls}::RegisterReflection()")
+        assert start >= 0, f"{cls}: no RegisterReflection in {header.with_suffix('.cc').name}"
+        registration = source[start : source.find("\n}\n", start)]
+        names = set(re.findall(r"&(?:R|\w+Obj)::(\w+)", registration))
+        out[cls] = (body.split("// C++ only")[0].splitlines(), names)
+    return out
+
+
+def test_a_reflected_field_is_documented_once():
+    """A reflected field's doc is its reflected text (what Python, the report and the docs pages
+    show), never a header comment beside it as well: two copies drift apart."""
+    headers = [h for h in SRC.rglob("*.h") if "RegisterReflection();" in h.read_text()]
+    assert len(headers) >= 5
+    checked = 0
+    for header in headers:
+        for cls, (lines, names) in _reflected_members(header).items():
+            for previous, line in zip(lines, lines[1:], strict=False):
+                declared = re.findall(r"(\w+)(?:\s*=[^,;]*)?(?=[,;])", line)
+                if not line.startswith("  ") or not set(declared) & names:
+                    continue
+                checked += 1
+                comment = previous.strip().endswith("*/") or (
+                    previous.strip().startswith("//") and "Reflected fields" not in previous
+                )
+                assert not comment, f"{header.name}: {cls}: {line.strip()} has a header comment"
+    assert checked > 60
 
 
 @tvm.script.ir_module

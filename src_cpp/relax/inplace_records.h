@@ -36,25 +36,11 @@ namespace relax {
  */
 class InplaceOptionsObj : public ffi::Object {
  public:
-  /*! \brief Also rewrite bindings outside dataflow blocks. */
+  // Reflected fields: each documented once, in RegisterReflection (inplace_records.cc).
   bool outside_dataflow = true;
-  /*! \brief Keep only rewrites that do not raise the bytes the memory planner plans. */
   bool memory_aware = true;
-  /*! \brief The planner that will run: "stock" or "memplan". */
   String planner = kStockPlanner;
-  /*!
-   * \brief Whether the module is compiled for a GPU, whose pipeline schedules the PrimFuncs it
-   *        legalizes and fuses (dlight): then operator calls stay as they are and only calls of
-   *        PrimFuncs already bound to threads run in place. None: the current target decides.
-   */
   Optional<bool> gpu;
-  /*!
-   * \brief Whether RewriteCUDAGraph will capture the kernels into CUDA graphs: then no call
-   *        writes in place into storage that would become the function's result only through it,
-   *        where that storage could be captured (a returned tensor is allocated on its own, and
-   *        no kernel touching it is captured).
-   *        None: the PassContext option `relax.backend.use_cuda_graph` decides.
-   */
   Optional<bool> cuda_graphs;
 
   static void RegisterReflection();
@@ -76,17 +62,13 @@ void CheckInplaceOptions(const InplaceOptionsObj& options);
  *         `tvm_memplan.relax.InplaceCandidate`. */
 class InplaceCandidateObj : public ffi::Object {
  public:
-  /*! \brief The variable the call binds. */
+  // Reflected fields: each documented once, in RegisterReflection (inplace_records.cc).
   String binding;
-  /*! \brief The operator, or None when the callee is not an operator. */
   Optional<String> op;
   bool dataflow = false;
   bool inplace = false;
-  /*! \brief In place: the position of the reused argument, among an operator's arguments or in
-   *         the argument tuple of a call_tir, and its name. */
   Optional<int64_t> arg_index;
   Optional<String> arg;
-  /*! \brief Why the binding runs in place, or why it does not. */
   String reason;
 
   // C++ only: what the rewrite needs of an in-place decision.
@@ -117,17 +99,12 @@ using InplaceCandidate = ffi::ObjectPtr<InplaceCandidateObj>;
 /*! \brief What one run of the rewrite did, reflected as `tvm_memplan.relax.InplaceStats`. */
 class InplaceStatsObj : public ffi::Object {
  public:
-  /*! \brief Relax functions analysed (functions for external codegen or fused kernels are not). */
+  // Reflected fields: each documented once, in RegisterReflection (inplace_records.cc).
   int64_t functions = 0;
-  /*! \brief Bindings whose value is a call. */
   int64_t call_bindings = 0;
-  /*! \brief Bindings rewritten to call_tir_inplace. */
   int64_t rewritten = 0;
-  /*! \brief In-place PrimFuncs added to the module. */
   int64_t prim_funcs_added = 0;
-  /*! \brief PrimFuncs of the module removed because every call of them now runs in place. */
   int64_t prim_funcs_removed = 0;
-  /*! \brief Distinct call signatures legalized. */
   int64_t signatures_legalized = 0;
 
   static void RegisterReflection();

@@ -220,7 +220,9 @@ void FunctionMemoryPlanObj::RegisterReflection() {
               "the model cannot tell.")
       .def_ro("memplan_model_bytes", &FunctionMemoryPlanObj::memplan_model_bytes,
               "tvm-memplan's bytes as the same model predicts them (what the in-place pass "
-              "judges rewrites by); -1 when the model cannot tell.")
+              "judges rewrites by); -1 when the model cannot tell, and in the plans the pass "
+              "makes (only the analysis models them). Without copy-free concatenations it is "
+              "planned_bytes.")
       .def_ro("symbolic_allocations", &FunctionMemoryPlanObj::symbolic_allocations,
               "Allocations of symbolic size in tvm-memplan's plan.")
       .def_ro("stock_symbolic_allocations", &FunctionMemoryPlanObj::stock_symbolic_allocations,

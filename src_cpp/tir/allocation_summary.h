@@ -27,23 +27,16 @@ namespace tir {
 /*! \brief One buffer definition, reflected as `tvm_memplan.tir.Allocation`. */
 class AllocationObj : public ffi::Object {
  public:
-  /*! \brief The function's name in its module (or its global_symbol); None when it has none. */
+  // Reflected fields: each documented once, in RegisterReflection (allocation_summary.cc).
   ffi::Optional<ffi::String> function;
   ffi::String name;
-  /*! \brief "alloc_buffer" (flat), "block_alloc_buffer" (SBlock) or "decl_buffer" (view). */
   ffi::String kind;
-  /*! \brief Extents: integers where constant, expressions where symbolic. */
   ffi::Array<ffi::Any> shape;
   ffi::String dtype;
-  /*! \brief Storage scope, with TVM's "" spelled "global". */
   ffi::String scope;
-  /*! \brief ir::AllocatedBytes; None when symbolic. */
   ffi::Optional<int64_t> size_bytes;
-  /*! \brief The same as an int64 expression of the shape variables (IntImm when static). */
   ffi::Optional<ffi::ObjectRef> size;
-  /*! \brief For a DeclBuffer over `B.data`: B's name. */
   ffi::Optional<ffi::String> view_of;
-  /*! \brief For a block allocation: the block's name. */
   ffi::Optional<ffi::String> block;
 
   static void RegisterReflection();

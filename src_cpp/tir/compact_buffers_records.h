@@ -38,10 +38,7 @@ namespace tir {
  */
 class CompactionOptionsObj : public ffi::Object {
  public:
-  /*!
-   * \brief Never let a compacted extent exceed the original one (true), or size each
-   *        dimension exactly to what the accesses cover, which may be larger (false).
-   */
+  // Reflected fields: each documented once, in RegisterReflection (compact_buffers_records.cc).
   bool is_strict = true;
 
   static void RegisterReflection();
@@ -65,31 +62,20 @@ struct BufferReplacement {
  *         Shapes, offsets and strides are integers where constant, expressions where not. */
 class CompactedRegionObj : public ffi::Object {
  public:
+  // Reflected fields: each documented once, in RegisterReflection (compact_buffers_records.cc).
   ffi::String name;
-  /*! \brief "alloc_buffer" (flat) or "block_alloc_buffer" (an SBlock's alloc_buffers). */
   ffi::String kind;
   ffi::String dtype;
   ffi::Array<ffi::Any> original_shape;
-  /*! \brief The compacted shape; the original shape when unchanged. */
   ffi::Array<ffi::Any> shape;
-  /*! \brief Per dimension, what the rewrite subtracts from every index (zeros when unchanged). */
   ffi::Array<ffi::Any> offset;
   ffi::Array<ffi::Any> original_strides;
-  /*! \brief Strides from `buffer_dim_align` annotations; empty for row-major. */
   ffi::Array<ffi::Any> strides;
-  /*!
-   * \brief Views (`decl_buffer(data=buffer.data)`) compacted with it: same element layout, or
-   *        one-dimensional views of the whole buffer (then only the outermost dimension shrinks).
-   */
   ffi::Array<ffi::String> views;
-  /*! \brief Why the buffer stays as it is; None when it is rewritten. */
   ffi::Optional<ffi::String> reason;
-  /*! \brief Notes on dimensions kept at their original extent although the rest compacts. */
   ffi::Array<ffi::String> notes;
-  /*! \brief ir::AllocatedBytes before and after; None when symbolic. */
   ffi::Optional<int64_t> original_bytes;
   ffi::Optional<int64_t> compacted_bytes;
-  /*! \brief The same as int64 expressions of the shape variables (IntImm when static). */
   ffi::Optional<ffi::ObjectRef> original_size;
   ffi::Optional<ffi::ObjectRef> compacted_size;
 

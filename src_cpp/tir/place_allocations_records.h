@@ -38,24 +38,17 @@ inline constexpr const char* kStock = "stock";
 /*! \brief Where one allocation lives, reflected as `tvm_memplan.tir.AllocationDecision`. */
 class AllocationDecisionObj : public ffi::Object {
  public:
-  /*! \brief The PrimFunc's name; None when it has none. */
+  // Reflected fields: each documented once, in RegisterReflection (place_allocations_records.cc).
   ffi::Optional<ffi::String> function;
   ffi::String name;
-  /*! \brief "alloc_buffer" or "block_alloc_buffer". */
   ffi::String kind;
-  /*! \brief The storage scope as written ("global" for TVM's ""). */
   ffi::String scope;
   ffi::String dtype;
   ffi::Array<ffi::Any> shape;
-  /*! \brief Bytes the allocation takes (ir::AllocatedBytes); None when not constant. */
   ffi::Optional<int64_t> nbytes;
-  /*! \brief The same as an int64 expression of the shape variables (IntImm when static). */
   ffi::Optional<ffi::ObjectRef> size;
-  /*! \brief A code of namespace `placement`. */
   ffi::String placement = placement::kStock;
-  /*! \brief Why, in words, naming the limit that decided it and where the limit came from. */
   ffi::String reason;
-  /*! \brief Where TVM's own LowerTVMBuiltin would put the allocation as written. */
   ffi::String stock_placement = placement::kStock;
 
   // C++ only: what the rewrites need.
