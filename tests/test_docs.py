@@ -105,3 +105,17 @@ def test_the_optimality_table_is_the_cpp_table():
     rows = [line.split("|")[1:3] for line in section.strip().splitlines()[1:]]
     shown = {code.strip().strip("`"): meaning.strip() for code, meaning in rows}
     assert shown == optimality_codes()
+
+
+def test_every_code_family_is_documented_as_declared():
+    """Every code of every family (ir/codes.h: the C++ tables beside the records) has a row
+    `| `code` | sentence |` in the docs, its sentence as declared: the docs cannot drift from
+    what the records say."""
+    from tvm_memplan.analysis import code_families, codes
+
+    text = "\n".join(page.read_text() for page in DOCS.rglob("*.md"))
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", text, re.MULTILINE))
+    assert len(code_families()) >= 7
+    for family in code_families():
+        for value, code in codes(family).items():
+            assert rows.get(value) == code.sentence, f"{family}: {value}"

@@ -117,15 +117,15 @@ class Placer {
       const ConcatTensor& tensor = tensors_[t];
       const ConcatTensor& output = tensors_[call.args[n]];
       if (tensor.device != output.device || tensor.scope != output.scope) {
-        return Refuse(concat::kDevice, Quoted(call.arg_names[j]) +
-                                           " is on another device or storage scope than the "
-                                           "output");
+        return Refuse(concat::kDeviceOrScope, Quoted(call.arg_names[j]) +
+                                                  " is on another device or storage scope than the "
+                                                  "output");
       }
     }
     const ConcatTensor& output = tensors_[call.args[n]];
     for (int64_t use : output.uses) {
       if (use < call.step) {
-        return Refuse(concat::kUsedBefore,
+        return Refuse(concat::kOutputUsedBefore,
                       "the output " + Quoted(output.name) + " is used before the concatenation");
       }
     }
@@ -134,7 +134,7 @@ class Placer {
       const ConcatTensor& input = tensors_[call.args[j]];
       for (int64_t write : input.writes) {
         if (write > call.step) {
-          return Refuse(concat::kWrittenAfter,
+          return Refuse(concat::kInputWrittenAfter,
                         Quoted(input.name) + " is written after the concatenation (point " +
                             std::to_string(write) + "), which would change the output");
         }
@@ -158,7 +158,7 @@ class Placer {
         agrees = trial.Relate(call.args[j], call.args[n], call.layout.byte_offsets[j]);
       }
       if (!agrees) {
-        decision = Refuse(concat::kConflict,
+        decision = Refuse(concat::kPlacementConflict,
                           "an input already has another place in the memory of an earlier "
                           "copy-free concatenation");
         continue;
@@ -251,7 +251,7 @@ class Placer {
           if (c < 0) c = std::max(made_by[a], made_by[b]);
           return std::make_pair(
               static_cast<size_t>(c),
-              ConcatDecision{false, concat::kConflict,
+              ConcatDecision{false, concat::kPlacementConflict,
                              Quoted(tensors_[a].name) + " and " + Quoted(tensors_[b].name) +
                                  " would share bytes although kernels write "
                                  "both"});
@@ -268,7 +268,7 @@ class Placer {
             if (c < 0) c = std::max(placing_call(a), placing_call(b));
             return std::make_pair(
                 static_cast<size_t>(c),
-                ConcatDecision{false, concat::kOverwritten,
+                ConcatDecision{false, concat::kOverwrittenWhileRead,
                                Quoted(written.name) + " is written at point " + std::to_string(w) +
                                    " while " + Quoted(reader.name) +
                                    ", which shares its bytes, is still read"});

@@ -17,24 +17,6 @@ namespace relax {
 
 using namespace ir;
 
-namespace {
-
-/*! \brief The doc of every `optimality` field: the codes of optimality::kCodes with their
- *         sentences (kept for the process: reflection keeps the pointer). */
-char* OptimalityDoc() {
-  static std::string doc = [] {
-    std::string text =
-        "How the size compares with the least possible (for a function: the weakest of its "
-        "storages):";
-    for (const CodeInfo& info : optimality::kCodes) {
-      text += std::string(" \"") + info.code + "\": " + info.meaning;
-    }
-    return text;
-  }();
-  return doc.data();
-}
-}  // namespace
-
 void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options) {
   if (options.exact_search_ms < 0) {
     TVM_FFI_THROW(ValueError) << "MemoryPlanOptions.exact_search_ms must be >= 0, got "
@@ -104,10 +86,7 @@ void PlannedTensorObj::RegisterReflection() {
       .def_ro("group_offset", &PlannedTensorObj::group_offset,
               "Byte offset from the start of its group.")
       .def_ro("unplanned", &PlannedTensorObj::unplanned,
-              "Why the tensor is not planned (\"\" if it is): \"returned\" (it reaches the "
-              "function result), \"escapes\" (an impure call or a closure may keep it), "
-              "\"unbounded_size\" (a symbolic size no bound or parameter defines), "
-              "\"unknown_type\".")
+              ir::CodeFieldDoc("Why the tensor is not planned (\"\" if it is)", unplanned::kCodes))
       .def_ro("reason", &PlannedTensorObj::reason,
               "Why the tensor is not planned, as a sentence (\"\" if it is).")
       .def_ro("stock_storage", &PlannedTensorObj::stock_storage,
@@ -124,9 +103,7 @@ void RevertedInplaceWriteObj::RegisterReflection() {
       .def_ro("result", &RevertedInplaceWriteObj::result,
               "The variable the call's result is bound to (\"\" when none).")
       .def_ro("code", &RevertedInplaceWriteObj::code,
-              "Why it now writes a copy: \"constant\" (the next call would read the constant "
-              "changed), \"parameter\" (it writes the caller's tensor through a view) or "
-              "\"read_after\" (the value it overwrote is read afterwards).")
+              ir::CodeFieldDoc("Why it now writes a copy", inplace_write::kCodes))
       .def_ro("reason", &RevertedInplaceWriteObj::reason, "The same as a sentence.");
 }
 
@@ -148,10 +125,7 @@ void ConcatenationObj::RegisterReflection() {
               "Whether the inputs sit at their slices of the output (and the call is dropped "
               "unless kernel_runs).")
       .def_ro("decision", &ConcatenationObj::decision,
-              "\"copy_free\", or why not: \"not_contiguous\", \"unaligned\", \"not_placed\", "
-              "\"same_tensor\", \"device_or_scope\", \"output_used_before\", "
-              "\"input_written_after\", \"placement_conflict\", \"overwritten_while_read\", "
-              "\"stock_planner\", \"disabled\".")
+              ir::CodeFieldDoc("Whether it is copy-free, or why not", concat::kCodes))
       .def_ro("reason", &ConcatenationObj::reason, "Why not copy-free, as a sentence.");
 }
 
@@ -168,7 +142,8 @@ void StorageAllocationObj::RegisterReflection() {
       .def_ro("bound_bytes", &StorageAllocationObj::bound_bytes,
               "The peak-live bound of its tensors (the most bytes of them live at one program "
               "point): no placement of them is smaller; -1 when symbolic.")
-      .def_ro("optimality", &StorageAllocationObj::optimality, OptimalityDoc())
+      .def_ro("optimality", &StorageAllocationObj::optimality,
+              ir::CodeFieldDoc("How the size compares with the least possible", optimality::kCodes))
       .def_ro("optimality_gap_bytes", &StorageAllocationObj::optimality_gap_bytes,
               "bytes - bound_bytes: 0 at the bound; above it, the bytes a better placement could "
               "save at most (none when proven_minimum).")
@@ -185,10 +160,7 @@ void FunctionMemoryPlanObj::RegisterReflection() {
       .def_ro("planner", &FunctionMemoryPlanObj::planner,
               "The planner StaticPlanBlockMemory uses for it: \"memplan\" or \"stock\".")
       .def_ro("decision", &FunctionMemoryPlanObj::decision,
-              "Why that planner: \"no_larger\" (ours allocates no more), \"fall_back_off\", "
-              "\"stock_ill_formed\" (TVM's allocates less but is not well formed, "
-              "apache/tvm#20191), \"stock_smaller\", \"no_offsets\" (a device or scope takes "
-              "no tensors at offsets).")
+              ir::CodeFieldDoc("Why that planner", decision::kCodes))
       .def_ro("reason", &FunctionMemoryPlanObj::reason, "Why that planner, with the figures.")
       .def_ro("num_points", &FunctionMemoryPlanObj::num_points, "Program points.")
       .def_ro("tensors", &FunctionMemoryPlanObj::tensors, "Every R.builtin.alloc_tensor.")
@@ -207,14 +179,14 @@ void FunctionMemoryPlanObj::RegisterReflection() {
               "the tensors not planned. No plan of this IR under these rules allocates less.")
       .def_ro("planned_bytes", &FunctionMemoryPlanObj::planned_bytes,
               "Bytes tvm-memplan allocates: storages and static tensors not planned.")
-      .def_ro("optimality", &FunctionMemoryPlanObj::optimality, OptimalityDoc())
+      .def_ro("optimality", &FunctionMemoryPlanObj::optimality,
+              ir::CodeFieldDoc("The weakest of its storages' optimality", optimality::kCodes))
       .def_ro("optimality_gap_bytes", &FunctionMemoryPlanObj::optimality_gap_bytes,
               "planned_bytes - peak_live_bytes: the sum of its storages' gaps.")
       .def_ro("stock_bytes", &FunctionMemoryPlanObj::stock_bytes,
               "The same for the stock planner; -1 when unknown.")
       .def_ro("stock_source", &FunctionMemoryPlanObj::stock_source,
-              "How stock_bytes was obtained: \"model\" (tvm-memplan's model of TVM's planner) "
-              "or \"stock_pass\" (TVM's pass was run).")
+              ir::CodeFieldDoc("How stock_bytes was obtained", stock_source::kCodes))
       .def_ro("stock_model_bytes", &FunctionMemoryPlanObj::stock_model_bytes,
               "The stock planner's bytes as tvm-memplan's model of it predicts them; -1 when "
               "the model cannot tell.")
@@ -252,6 +224,11 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   ConcatenationObj::RegisterReflection();
   RevertedInplaceWriteObj::RegisterReflection();
   FunctionMemoryPlanObj::RegisterReflection();
+  ir::RegisterCodeFamily("unplanned", unplanned::kCodes);
+  ir::RegisterCodeFamily("decision", decision::kCodes);
+  ir::RegisterCodeFamily("concat", concat::kCodes);
+  ir::RegisterCodeFamily("inplace_write", inplace_write::kCodes);
+  ir::RegisterCodeFamily("stock_source", stock_source::kCodes);
 }
 
 }  // namespace relax

@@ -19,11 +19,15 @@
 #include <utility>
 #include <vector>
 
+#include "ir/codes.h"
 #include "ir/relax.h"
 #include "relax/planners.h"
 
 namespace tvm_memplan {
 namespace relax {
+
+// The code families of the records below, each one table (ir/codes.h): value, sentence, and
+// what would lift it (or why nothing can; "" where the code is no refusal).
 
 /*! \brief Codes of PlannedTensor.unplanned: why a tensor has no place in a storage of ours. */
 namespace unplanned {
@@ -31,52 +35,113 @@ inline constexpr const char* kReturned = "returned";
 inline constexpr const char* kEscapes = "escapes";
 inline constexpr const char* kUnboundedSize = "unbounded_size";
 inline constexpr const char* kUnknownType = "unknown_type";
+inline constexpr ir::Code kCodes[] = {
+    {kReturned, "it reaches the function result, which the caller owns", ""},
+    {kEscapes, "an impure call or a closure may keep it", ""},
+    {kUnboundedSize,
+     "its size is symbolic, with no tir_var_upper_bound, and depends on variables defined inside "
+     "the function",
+     "a tir_var_upper_bound of each shape variable in its size"},
+    {kUnknownType, "its shape or dtype is unknown", ""},
+};
 }  // namespace unplanned
 
 /*! \brief Codes of FunctionMemoryPlan.decision: why its planner plans a function. */
 namespace decision {
-/*! \brief Ours: it allocates no more than the stock planner's. */
 inline constexpr const char* kNoLarger = "no_larger";
-/*! \brief Ours, with `fall_back_to_stock` off. */
 inline constexpr const char* kFallBackOff = "fall_back_off";
-/*! \brief Ours, though TVM's allocates less: its plan is not well formed (apache/tvm#20191). */
 inline constexpr const char* kStockIllFormed = "stock_ill_formed";
-/*! \brief The stock planner's: it allocates less. */
 inline constexpr const char* kStockSmaller = "stock_smaller";
-/*! \brief The stock planner's: a device or storage scope takes no tensors at offsets. */
 inline constexpr const char* kNoOffsets = "no_offsets";
+inline constexpr ir::Code kCodes[] = {
+    {kNoLarger, "ours: it allocates no more than the stock planner's", ""},
+    {kFallBackOff, "ours, with fall_back_to_stock=False", ""},
+    {kStockIllFormed,
+     "ours, though the stock planner allocates less: its plan is not well formed "
+     "(apache/tvm#20191)",
+     ""},
+    {kStockSmaller, "the stock planner's: it allocates less", ""},
+    {kNoOffsets, "the stock planner's: a device or storage scope takes no tensors at offsets",
+     "tensors in \"global\" storage on a device where ensure_zero_offset is free (CPU, CUDA)"},
+};
 }  // namespace decision
 
-/*! \brief Codes of ConcatPlacement.decision (relax/concat_placement.h gives the rules). */
+/*! \brief Codes of Concatenation.decision (relax/concat_placement.h gives the rules). */
 namespace concat {
 inline constexpr const char* kCopyFree = "copy_free";
 inline constexpr const char* kNotContiguous = "not_contiguous";
 inline constexpr const char* kUnaligned = "unaligned";
 inline constexpr const char* kNotPlaced = "not_placed";
 inline constexpr const char* kSameTensor = "same_tensor";
-inline constexpr const char* kDevice = "device_or_scope";
-inline constexpr const char* kUsedBefore = "output_used_before";
-inline constexpr const char* kWrittenAfter = "input_written_after";
-inline constexpr const char* kConflict = "placement_conflict";
-inline constexpr const char* kOverwritten = "overwritten_while_read";
-inline constexpr const char* kStockPlanned = "stock_planner";
+inline constexpr const char* kDeviceOrScope = "device_or_scope";
+inline constexpr const char* kOutputUsedBefore = "output_used_before";
+inline constexpr const char* kInputWrittenAfter = "input_written_after";
+inline constexpr const char* kPlacementConflict = "placement_conflict";
+inline constexpr const char* kOverwrittenWhileRead = "overwritten_while_read";
+inline constexpr const char* kStockPlanner = "stock_planner";
 inline constexpr const char* kDisabled = "disabled";
+inline constexpr ir::Code kCodes[] = {
+    {kCopyFree, "the inputs sit at their slices of the output: the concatenation copies nothing",
+     ""},
+    {kNotContiguous, "a dimension before the axis is not 1 (batch 2: each input is two ranges)",
+     "every dimension before the axis being 1 (batch 1 with channels first, or the axis "
+     "outermost), so that each input is one contiguous slice of the output"},
+    {kUnaligned,
+     "a slice does not start at a multiple of the alignment (ensure_zero_offset would copy)",
+     "slices starting at multiples of the plan's alignment (MemoryPlanOptions.alignment): "
+     "inputs whose bytes are multiples of it"},
+    {kNotPlaced,
+     "an input or the output is a parameter, a constant, a view, returned, escaping or of "
+     "symbolic size",
+     "inputs and an output the function allocates itself, of static size, neither returned nor "
+     "escaping (not parameters, constants or views)"},
+    {kSameTensor, "one tensor passed twice",
+     "nothing: a tensor concatenated with itself needs the copy"},
+    {kDeviceOrScope, "the tensors are not on one device and storage scope",
+     "the inputs and the output on one device and storage scope"},
+    {kOutputUsedBefore, "the output is used before the concatenation",
+     "nothing the planner can change: the output is used before the concatenation writes it"},
+    {kInputWrittenAfter, "an input is written after it (the output would change)",
+     "no write to the input after the concatenation (computing the op that writes it in place "
+     "out of place instead)"},
+    {kPlacementConflict,
+     "a tensor would need two places (concat(a, b) and concat(b, a)), or two tensors that "
+     "kernels write would share bytes",
+     "nothing the planner can change: a tensor cannot sit in two outputs at once, or two "
+     "written tensors would share bytes"},
+    {kOverwrittenWhileRead,
+     "a call writes into shared bytes (an in-place call on the output) while another tensor over "
+     "them, defined before, is still read",
+     "no in-place write into the shared bytes while an earlier tensor over them is still read "
+     "(computing that op out of place instead)"},
+    {kStockPlanner, "the function is planned by the stock planner",
+     "tvm-memplan's planner planning the function (TVM's takes fewer bytes here, so the pass "
+     "uses it)"},
+    {kDisabled, "copy_free_concat=False", "copy_free_concat=True, the default"},
+};
 }  // namespace concat
 
 /*! \brief Codes of RevertedInplaceWrite.code: why an in-place write is given a copy. */
 namespace inplace_write {
-/*! \brief It writes into a constant, which the next call would read changed. */
 inline constexpr const char* kConstant = "constant";
-/*! \brief It writes a parameter through another variable (a view): the caller's tensor. */
 inline constexpr const char* kParameter = "parameter";
-/*! \brief The value it overwrites is read afterwards. */
 inline constexpr const char* kReadAfter = "read_after";
+inline constexpr ir::Code kCodes[] = {
+    {kConstant, "it writes into a constant, which the next call would read changed", ""},
+    {kParameter, "it writes a parameter through another variable (a view): the caller's tensor",
+     ""},
+    {kReadAfter, "the value it overwrites is read afterwards", ""},
+};
 }  // namespace inplace_write
 
-/*! \brief Codes of FunctionMemoryPlan.stock_source. */
+/*! \brief Codes of FunctionMemoryPlan.stock_source: how the stock planner's figures were had. */
 namespace stock_source {
 inline constexpr const char* kModel = "model";
 inline constexpr const char* kStockPass = "stock_pass";
+inline constexpr ir::Code kCodes[] = {
+    {kModel, "tvm-memplan's model of TVM's planner predicted them", ""},
+    {kStockPass, "TVM's pass was run and its plan read", ""},
+};
 }  // namespace stock_source
 
 /*! \brief Options of the planner, reflected as `tvm_memplan.relax.MemoryPlanOptions`. */

@@ -331,7 +331,7 @@ Packing GreedyPack(const std::vector<PackItem>& items, int64_t alignment, int64_
 const char* optimality::Weakest(const char* a, const char* b) {
   auto strength = [](const char* code) {
     for (size_t i = 0; i < std::size(kCodes); ++i) {
-      if (std::string(kCodes[i].code) == code) return i;
+      if (std::string(kCodes[i].value) == code) return i;
     }
     return std::size(kCodes);
   };
@@ -509,14 +509,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              result.Set("search_steps", packing.search_steps);
              result.Set("timed_out", packing.timed_out);
              return result;
-           })
-      .def("tvm_memplan.analysis.optimality_codes", []() {
-        tvm::ffi::Array<tvm::ffi::Array<tvm::ffi::String>> codes;
-        for (const CodeInfo& info : optimality::kCodes) {
-          codes.push_back({tvm::ffi::String(info.code), tvm::ffi::String(info.meaning)});
-        }
-        return codes;
-      });
+           });
+  ir::RegisterCodeFamily("optimality", optimality::kCodes);
 }
 
 }  // namespace relax

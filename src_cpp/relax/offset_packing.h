@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/codes.h"
+
 namespace tvm_memplan {
 namespace relax {
 
@@ -57,29 +59,26 @@ struct PackItem {
   int64_t delta = 0;
 };
 
-/*! \brief One code of a code family and the sentence that explains it. */
-struct CodeInfo {
-  const char* code;
-  const char* meaning;
-};
-
 /*! \brief Codes of Packing::optimality (and of the records that carry it): how a placement's
- *         size compares with the least possible. The table is exported by reflection
- *         (`tvm_memplan.analysis.optimality_codes`); docs and the report read it from there. */
+ *         size compares with the least possible. One table (ir/codes.h), exported by reflection
+ *         as the family "optimality"; docs and the report read it from there. */
 namespace optimality {
 inline constexpr const char* kAtBound = "at_bound";
 inline constexpr const char* kProvenMinimum = "proven_minimum";
 inline constexpr const char* kBestFound = "best_found";
-inline constexpr CodeInfo kCodes[] = {
+inline constexpr ir::Code kCodes[] = {
     {kAtBound,
      "The size equals the peak-live bound (the most bytes live at one program point): no "
-     "placement is smaller."},
+     "placement is smaller.",
+     ""},
     {kProvenMinimum,
      "The size is above the peak-live bound, and the exact search proved that no smaller "
-     "placement exists."},
+     "placement exists.",
+     ""},
     {kBestFound,
      "The smallest placement found before the search budget ran out (or without an exact search); "
-     "a smaller one may exist. The gap to the bound is given."},
+     "a smaller one may exist. The gap to the bound is given.",
+     "a larger search budget (exact_search_ms), which may find a smaller placement"},
 };
 /*! \brief The weaker of two codes (a function's is the weakest of its storages'). */
 const char* Weakest(const char* a, const char* b);

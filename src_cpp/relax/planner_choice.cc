@@ -104,7 +104,7 @@ void FollowStockPlanner(FunctionMemoryPlanObj* record) {
     }
     ffi::ObjectPtr<ConcatenationObj> copying = ffi::make_object<ConcatenationObj>(*concat);
     copying->copy_free = false;
-    copying->decision = concat::kStockPlanned;
+    copying->decision = concat::kStockPlanner;
     copying->reason = "the function is planned by the stock planner";
     concats.push_back(ObjectRef(copying));
   }

@@ -23,14 +23,17 @@ void AllocationDecisionObj::RegisterReflection() {
       .def_ro("size", &R::size,
               "Bytes as an int64 expression of the shape variables (an IntImm when static).")
       .def_ro("placement", &R::placement,
-              "\"stack\", \"workspace\" (TVMBackendAllocWorkspace), \"unlowered\" "
-              "(disable_lower_builtin) or \"stock\" (not host CPU memory: TVM's rule).")
+              ir::CodeFieldDoc("Where the allocation lives", placement::kCodes))
       .def_ro("reason", &R::reason, "The rule and the limit that decided it.")
       .def_ro("stock_placement", &R::stock_placement,
-              "Where TVM's own LowerTVMBuiltin would put the allocation as written.");
+              "Where TVM's own LowerTVMBuiltin would put the allocation as written (a code of "
+              "placement).");
 }
 
-TVM_FFI_STATIC_INIT_BLOCK() { AllocationDecisionObj::RegisterReflection(); }
+TVM_FFI_STATIC_INIT_BLOCK() {
+  AllocationDecisionObj::RegisterReflection();
+  ir::RegisterCodeFamily("placement", placement::kCodes);
+}
 
 }  // namespace tir
 }  // namespace tvm_memplan

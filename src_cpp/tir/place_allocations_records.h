@@ -18,21 +18,25 @@
 #ifndef TVM_MEMPLAN_TIR_PLACE_ALLOCATIONS_RECORDS_H_
 #define TVM_MEMPLAN_TIR_PLACE_ALLOCATIONS_RECORDS_H_
 
+#include "ir/codes.h"
 #include "ir/tir.h"
 
 namespace tvm_memplan {
 namespace tir {
 
-/*! \brief Codes of AllocationDecision.placement and .stock_placement. */
+/*! \brief Codes of AllocationDecision.placement and .stock_placement: where an allocation lives
+ *         (one table, ir/codes.h, exported as the family "placement"). */
 namespace placement {
-/*! \brief A plain allocation that codegen puts on the stack. */
 inline constexpr const char* kStack = "stack";
-/*! \brief TVMBackendAllocWorkspace / TVMBackendFreeWorkspace. */
 inline constexpr const char* kWorkspace = "workspace";
-/*! \brief Left as written (`disable_lower_builtin`). */
 inline constexpr const char* kUnlowered = "unlowered";
-/*! \brief Not host CPU memory: lowered by TVM's stock rule, untouched by us. */
 inline constexpr const char* kStock = "stock";
+inline constexpr ir::Code kCodes[] = {
+    {kStack, "a plain allocation that code generation puts on the stack", ""},
+    {kWorkspace, "TVMBackendAllocWorkspace and TVMBackendFreeWorkspace", ""},
+    {kUnlowered, "left as written (the annotation disable_lower_builtin)", ""},
+    {kStock, "not host CPU memory: lowered by TVM's own rule, untouched by tvm-memplan", ""},
+};
 }  // namespace placement
 
 /*! \brief Where one allocation lives, reflected as `tvm_memplan.tir.AllocationDecision`. */

@@ -16,8 +16,9 @@ from test_html import Page
 from tvm.script import ir as I
 from tvm.script import relax as R
 
+from tvm_memplan.analysis import codes
 from tvm_memplan.report import build_report, check_fit, render_html, render_text, run_report
-from tvm_memplan.report.views import LIFTS, concat_rows, lift
+from tvm_memplan.report.views import concat_rows, lift
 from zoo import models
 
 LLVM = tvm.target.Target({"kind": "llvm"})
@@ -44,13 +45,21 @@ def densenet():
     return report, render_html(report)
 
 
-def test_every_refusal_code_has_what_would_lift_it():
-    """Each decision code the planner documents (docs/passes/static_plan_block_memory.md) has
-    its advice, and the advice names no code the planner lacks."""
+def test_the_documented_codes_are_the_cpp_table():
+    """The pass page's table of concatenation decisions (docs/passes/static_plan_block_memory.md)
+    is the C++ table's codes and sentences, in its order."""
     page = (DOCS / "passes" / "static_plan_block_memory.md").read_text()
     table = page.split("| decision | condition |", 1)[1].split("\n\n", 1)[0]
-    codes = set(re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE))
-    assert codes == set(LIFTS)
+    shown = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", table, re.MULTILINE))
+    assert list(shown.items()) == [(v, c.sentence) for v, c in codes("concat").items()]
+
+
+def test_every_refusal_code_has_what_would_lift_it():
+    """Each code that keeps a copy says what would make it copy-free (or why nothing can), and
+    the report reads it from the C++ table."""
+    for value, code in codes("concat").items():
+        assert bool(code.remedy) == (value != "copy_free"), value
+        assert lift(value) == code.remedy
     assert lift("no_such_code") == ""
 
 

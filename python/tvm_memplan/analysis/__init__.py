@@ -12,6 +12,7 @@ from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
 from ._records import check_tir, count_calls, element_bytes
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
+from .codes import Code, code_families, codes
 from .memory_plan import (
     FunctionMemoryPlan,
     PlannedTensor,
@@ -28,6 +29,7 @@ from .planned_storage import PlannedStorage, planned_storage, storage_after_plan
 __all__ = [
     "Allocation",
     "AllocationDecision",
+    "Code",
     "CompactedRegion",
     "DoesNotFitError",
     "FunctionMemoryPlan",
@@ -39,6 +41,8 @@ __all__ = [
     "StorageAllocation",
     "allocation_plan",
     "allocation_summary",
+    "code_families",
+    "codes",
     "compacted_regions",
     "count_calls",
     "element_bytes",

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import _ffi_api
+from .codes import codes
 
 __all__ = ["DEFAULT_BUDGET_S", "DoesNotFitError", "Packing", "optimality_codes", "pack_offsets"]
 
@@ -29,9 +30,9 @@ DEFAULT_BUDGET_S = 10.0
 
 
 def optimality_codes() -> dict[str, str]:
-    """Code -> sentence, for ``Packing.optimality`` and the planner's records (the one table is
-    in C++: ``optimality::kCodes``)."""
-    return {str(code): str(meaning) for code, meaning in _ffi_api.optimality_codes()}
+    """Code -> sentence, for ``Packing.optimality`` and the planner's records: the family
+    "optimality" of ``codes``."""
+    return {value: code.sentence for value, code in codes("optimality").items()}
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..analysis.codes import codes
 from . import sizes
 from .model import Failure, Kernel, Report
 from .needs import placement_of
@@ -227,34 +228,12 @@ def tensor_bytes(tensor) -> int | str:
 
 # ---- concatenations ------------------------------------------------------------------------------
 
-#: Per decision code of a concatenation that keeps its copy (``Concatenation.decision``, the
-#: rules of docs/passes/static_plan_block_memory.md): what would make it copy-free.
-LIFTS = {
-    "not_contiguous": "every dimension before the axis being 1 (batch 1 with channels first, "
-    "or the axis outermost), so that each input is one contiguous slice of the output",
-    "unaligned": "slices starting at multiples of the plan's alignment (64 B by default): "
-    "inputs whose bytes are multiples of it",
-    "not_placed": "inputs and an output the function allocates itself, of static size, "
-    "neither returned nor escaping (not parameters, constants or views)",
-    "same_tensor": "nothing: a tensor concatenated with itself needs the copy",
-    "device_or_scope": "the inputs and the output on one device and storage scope",
-    "output_used_before": "nothing the planner can change: the output is used before the "
-    "concatenation writes it",
-    "input_written_after": "no write to the input after the concatenation (computing the op "
-    "that writes it in place out of place instead)",
-    "placement_conflict": "nothing the planner can change: a tensor cannot sit in two outputs "
-    "at once, or two written tensors would share bytes",
-    "overwritten_while_read": "no in-place write into the shared bytes while an earlier tensor "
-    "over them is still read (computing that op out of place instead)",
-    "stock_planner": "tvm-memplan's planner planning the function (TVM's takes fewer bytes "
-    "here, so the pass uses it)",
-    "disabled": "copy_free_concat=True, the default of StaticPlanBlockMemory",
-}
-
 
 def lift(decision: str) -> str:
-    """What would make a concatenation that keeps its copy copy-free ("" when unknown)."""
-    return LIFTS.get(str(decision), "")
+    """What would make a concatenation that keeps its copy copy-free ("" when unknown): the
+    remedy of its decision code in the C++ table (``analysis.codes("concat")``)."""
+    code = codes("concat").get(str(decision))
+    return code.remedy if code is not None else ""
 
 
 @dataclass
