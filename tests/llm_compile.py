@@ -27,16 +27,7 @@ from tvm import relax
 
 from zoo import llm
 
-CONFIG = llm.LlamaConfig(
-    vocab_size=256,
-    hidden_size=64,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=16,
-    prefill_chunk_size=64,
-)
+CONFIG = llm.TEST
 TARGET = {"kind": "llvm", "opt-level": 0}
 PIPELINE = "llm_compile_standin"
 #: One generation per prompt: a short one, a longer one, one exactly at the prefill chunk.

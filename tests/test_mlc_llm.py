@@ -16,21 +16,9 @@ from tvm_memplan.instrument import trace
 from tvm_memplan.testing import past_bound_error
 from zoo import llm
 
-# Sizes for a cheap build: MLC's llvm schedule (dlight's CPU GEMV rule) vectorizes each decode
-# GEMV over 64 or 128 lanes and unrolls its reduction, and LLVM spends seconds on each such
-# kernel even at opt-level 0 (minutes at its default). With the intermediate size equal to
-# heads * head_dim and half as many KV heads, attention and MLP share their two GEMV kernels.
-# A prefill chunk of 64 keeps the past-the-bound call cheap.
-CONFIG = llm.LlamaConfig(
-    vocab_size=256,
-    hidden_size=64,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=16,
-    prefill_chunk_size=64,
-)
+# The zoo's test size (cheap to build with MLC's llvm schedule; a prefill chunk of 64 keeps the
+# past-the-bound call cheap).
+CONFIG = llm.TEST
 # Code generation at opt-level 0: the same for both builds, so results compare bit for bit.
 TARGET = tvm.target.Target({"kind": "llvm", "opt-level": 0})
 

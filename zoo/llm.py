@@ -35,6 +35,7 @@ __all__ = [
     "LLM_FUNCTIONS",
     "QWEN2_0_5B",
     "SMALL",
+    "TEST",
     "LlamaConfig",
     "LlamaForCausalLM",
     "create_kv_cache",
@@ -353,6 +354,20 @@ class LlamaConfig:
 
 #: The small default: cheap to compile and run on two cores.
 SMALL = LlamaConfig()
+#: The tests' size: hidden 64, a prefill chunk of 64. On llvm MLC-LLM's dlight CPU rule schedules
+#: GEMV over 64 or 128 lanes and unrolls its reduction, and LLVM spends seconds on each such
+#: kernel even at opt-level 0: with the intermediate size equal to heads * head_dim and half as
+#: many KV heads, attention and MLP share their two GEMV kernels.
+TEST = LlamaConfig(
+    vocab_size=256,
+    hidden_size=64,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    prefill_chunk_size=64,
+)
 #: Llama-3-8B's shapes, for compile-only measurement.
 LLAMA3_8B = LlamaConfig(
     vocab_size=128256,

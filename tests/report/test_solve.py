@@ -21,16 +21,7 @@ from tvm_memplan.report import ReportError, build_report, render_html, render_te
 from tvm_memplan.report.solve import figure_at
 from zoo import llm
 
-CONFIG = llm.LlamaConfig(
-    vocab_size=256,
-    hidden_size=64,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=16,
-    prefill_chunk_size=64,
-)
+CONFIG = llm.TEST
 LLVM = tvm.target.Target({"kind": "llvm"})
 VALUES = {"vocab_size": CONFIG.vocab_size, "kv_len": CONFIG.context_window_size}
 LIMIT = 1 << 20
