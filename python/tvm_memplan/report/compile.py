@@ -43,6 +43,7 @@ __all__ = [
     "ToolBuild",
     "announced",
     "compile_tir",
+    "pass_title",
     "planner_input",
     "prim_funcs",
     "relax_functions",
