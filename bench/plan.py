@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 
 import _hard_packing as hard  # bench/_hard_packing.py: sections (f)-(h)
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
@@ -128,109 +129,117 @@ def best_time(pass_, mod, repeat: int) -> float:
     return best
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--depth", type=int, help="blocks of the timing model (default 24)")
-    parser.add_argument("--repeat", type=int, help="timing repetitions, min kept (default 5)")
-    parser.add_argument("--quick", action="store_true", help="depth 6 and 2 repetitions if unset")
-    torchvision.add_option(parser)
-    hard.add_options(parser)
-    args = parser.parse_args()
-    zoo = torchvision.zoo(args, models.ZOO)
-    if zoo is None:
-        return 2
-    if args.hard_only:
-        return hard.run(args, zoo, LLM_CONFIGS)
-    if args.depth is None:
-        args.depth = 6 if args.quick else 24
-    if args.repeat is None:
-        args.repeat = 2 if args.quick else 5
+def print_header(header: str) -> None:
+    print(header)
+    print("-" * len(header))
 
+
+def print_targets(targets: list[tuple[str, bool]]) -> None:
+    print("targets: " + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in targets))
+
+
+@dataclass
+class SameIr:
+    """Section (a)'s findings."""
+
+    #: Per model: the module and its function (the other sections build them again).
+    built: dict[str, tuple[tvm.IRModule, str]]
+    at_bound: bool
+    ours_le_stock: bool
+    #: Ours / stock over the whole zoo.
+    total_ratio: float
+
+
+@dataclass
+class Builds:
+    """Section (b)'s or (d)'s findings."""
+
+    identical: bool
+    le_stock: bool
+
+
+def same_ir(zoo: dict) -> SameIr:
+    """(a): both planners on the IR TVM's pipeline hands its planner, against the bound."""
     print("(a) Same IR: what StaticPlanBlockMemory receives in TVM's pipeline, bytes")
     header = (
         f"{'model':<19} {'tensors':>7} {'bound':>9} {'stock':>9} {'ours':>9} "
         f"{'stock/bound':>11} {'ours/bound':>10} {'ours/stock':>10}"
     )
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     totals = {"bound": 0, "stock": 0, "ours": 0}
-    at_bound = ours_le_stock = True
-    built = {}
+    found = SameIr({}, at_bound=True, ours_le_stock=True, total_ratio=0.0)
     for name, builder in zoo.items():
         mod, func_name = builder()
         (plan,) = memory_plan(mod, TARGET)
         bound, stock, ours = plan.peak_live_bytes, plan.stock_bytes, plan.planned_bytes
         for key, value in (("bound", bound), ("stock", stock), ("ours", ours)):
             totals[key] += value
-        at_bound = at_bound and ours <= 1.02 * bound
-        ours_le_stock = ours_le_stock and ours <= stock
+        found.at_bound = found.at_bound and ours <= 1.02 * bound
+        found.ours_le_stock = found.ours_le_stock and ours <= stock
         print(
             f"{name:<19} {len(plan.tensors):>7} {bound:>9} {stock:>9} {ours:>9} "
             f"{stock / bound:>11.3f} {ours / bound:>10.4f} {ours / stock:>10.3f}"
         )
-        built[name] = (mod, func_name)
+        found.built[name] = (mod, func_name)
     print("-" * len(header))
-    total_ratio = totals["ours"] / totals["stock"]
+    found.total_ratio = totals["ours"] / totals["stock"]
     print(
         f"{'total':<19} {'':>7} {totals['bound']:>9} {totals['stock']:>9} {totals['ours']:>9} "
         f"{totals['stock'] / totals['bound']:>11.3f} {totals['ours'] / totals['bound']:>10.4f} "
-        f"{total_ratio:>10.3f}"
+        f"{found.total_ratio:>10.3f}"
     )
+    return found
 
-    print()
+
+def whole_builds(built: dict) -> Builds:
+    """(b): VM bytes of whole llvm builds, stock pipelines vs tvm_memplan.compile."""
     print(
         "(b) Whole builds (llvm): VM bytes after planning, stock pipelines vs tvm_memplan.compile"
     )
     header = f"{'model':<19} {'stock':>9} {'memplan':>9} {'memplan/stock':>13}  identical"
-    print(header)
-    print("-" * len(header))
-    build_totals = {"stock": 0, "memplan": 0}
-    all_identical = builds_le_stock = True
+    print_header(header)
+    totals = {"stock": 0, "memplan": 0}
+    found = Builds(identical=True, le_stock=True)
     for name, (mod, func_name) in built.items():
         stock_exe, stock_planned = build(mod, memplan=False)
         ours_exe, ours_planned = build(mod, memplan=True)
         stock = storage_after_planning(stock_planned).total_bytes
         ours = storage_after_planning(ours_planned).total_bytes
-        build_totals["stock"] += stock
-        build_totals["memplan"] += ours
+        totals["stock"] += stock
+        totals["memplan"] += ours
         same = identical([stock_exe, ours_exe], func_name, mod)
-        all_identical = all_identical and same
-        builds_le_stock = builds_le_stock and ours <= stock
+        found.identical = found.identical and same
+        found.le_stock = found.le_stock and ours <= stock
         print(f"{name:<19} {stock:>9} {ours:>9} {ours / stock:>13.3f}  {'yes' if same else 'NO'}")
     print("-" * len(header))
-    build_ratio = build_totals["memplan"] / build_totals["stock"]
-    print(
-        f"{'total':<19} {build_totals['stock']:>9} {build_totals['memplan']:>9} "
-        f"{build_ratio:>13.3f}"
-    )
+    ratio = totals["memplan"] / totals["stock"]
+    print(f"{'total':<19} {totals['stock']:>9} {totals['memplan']:>9} {ratio:>13.3f}")
+    return found
 
-    print()
-    big, _ = models.transformer_stack(args.depth)
+
+def pass_time(depth: int, repeat: int) -> float:
+    """(c): the pass time, ours / stock, on a transformer stack of ``depth`` blocks."""
+    big, _ = models.transformer_stack(depth)
     planned = planner_input(big, TARGET)
     stock_pass = relax.transform.StaticPlanBlockMemory()
     our_pass = tvm_memplan.transform.StaticPlanBlockMemory()
     with tvm.target.Target(TARGET):
         timings = {
-            "stock": best_time(stock_pass, planned, args.repeat),
-            "ours": best_time(our_pass, planned, args.repeat),
+            "stock": best_time(stock_pass, planned, repeat),
+            "ours": best_time(our_pass, planned, repeat),
         }
     bindings = sum(len(block.bindings) for block in planned["forward"].body.blocks)
     time_ratio = timings["ours"] / timings["stock"]
     print(
-        f"(c) Pass time on a {args.depth}-block transformer stack ({bindings} bindings): "
+        f"(c) Pass time on a {depth}-block transformer stack ({bindings} bindings): "
         f"stock {timings['stock'] * 1e3:.1f} ms, ours {timings['ours'] * 1e3:.1f} ms, "
         f"ours/stock {time_ratio:.2f}"
     )
-    targets = [
-        ("ours <= 1.02x the bound on every model", at_bound),
-        ("ours <= stock on every model", ours_le_stock),
-        (f"total <= 0.85x stock ({total_ratio:.3f})", total_ratio <= 0.85),
-        (f"pass time <= 1.5x stock ({time_ratio:.2f})", time_ratio <= 1.5),
-        ("results identical", all_identical),
-    ]
-    print("targets: " + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in targets))
+    return time_ratio
 
-    print()
+
+def fused_builds(built: dict) -> Builds:
+    """(d): the fused CPU recipe, VM bytes against the bound of what our planner receives."""
     print(
         '(d) Fused CPU builds (llvm): relax.get_pipeline("zero"), then compile; VM bytes after '
         "planning"
@@ -239,10 +248,9 @@ def main() -> int:
         f"{'model':<19} {'stock':>9} {'memplan':>9} {'bound':>9} {'memplan/stock':>13} "
         f"{'memplan/bound':>13}  identical"
     )
-    print(header)
-    print("-" * len(header))
-    fused_totals = {"stock": 0, "memplan": 0, "bound": 0}
-    fused_identical = fused_le_stock = True
+    print_header(header)
+    totals = {"stock": 0, "memplan": 0, "bound": 0}
+    found = Builds(identical=True, le_stock=True)
     every_model_085 = True
     for name, (mod, func_name) in built.items():
         stock_exe, stock_planned, _ = build_fused(mod, memplan=False)
@@ -252,63 +260,116 @@ def main() -> int:
         bound = sum(p.peak_live_bytes for p in memory_plan(received, TARGET, pipeline=None))
         same = identical([stock_exe, ours_exe], func_name, mod)
         for key, value in (("stock", stock), ("memplan", ours), ("bound", bound)):
-            fused_totals[key] += value
-        fused_identical = fused_identical and same
-        fused_le_stock = fused_le_stock and ours <= stock
+            totals[key] += value
+        found.identical = found.identical and same
+        found.le_stock = found.le_stock and ours <= stock
         every_model_085 = every_model_085 and ours <= 0.85 * stock
         print(
             f"{name:<19} {stock:>9} {ours:>9} {bound:>9} {ours / stock:>13.3f} "
             f"{ours / bound:>13.3f}  {'yes' if same else 'NO'}"
         )
     print("-" * len(header))
-    fused_ratio = fused_totals["memplan"] / fused_totals["stock"]
+    ratio = totals["memplan"] / totals["stock"]
     print(
-        f"{'total':<19} {fused_totals['stock']:>9} {fused_totals['memplan']:>9} "
-        f"{fused_totals['bound']:>9} {fused_ratio:>13.3f} "
-        f"{fused_totals['memplan'] / fused_totals['bound']:>13.3f}"
+        f"{'total':<19} {totals['stock']:>9} {totals['memplan']:>9} {totals['bound']:>9} "
+        f"{ratio:>13.3f} {totals['memplan'] / totals['bound']:>13.3f}"
     )
-    fused_targets = [
-        ("memplan <= 0.85x stock on every model", every_model_085),
-        (f"total <= 0.65x stock ({fused_ratio:.3f})", fused_ratio <= 0.65),
-        ("results identical", fused_identical),
-    ]
-    print(
-        "targets: "
-        + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in fused_targets)
+    print_targets(
+        [
+            ("memplan <= 0.85x stock on every model", every_model_085),
+            (f"total <= 0.65x stock ({ratio:.3f})", ratio <= 0.65),
+            ("results identical", found.identical),
+        ]
     )
+    return found
 
-    print()
+
+def cuda_builds(built: dict, quick: bool) -> bool:
+    """(e): cuda builds (build only); whether memplan's VM bytes are at most stock's on each."""
     print("(e) cuda builds (build only): VM bytes after planning, kernels, calls made in place")
     header = (
         f"{'model':<19} {'stock':>9} {'memplan':>9} {'memplan/stock':>13} "
         f"{'kernels':>7} {'memplan':>7} {'in place':>8}"
     )
-    print(header)
-    print("-" * len(header))
-    cuda_totals = {"stock": 0, "memplan": 0}
-    cuda_le_stock = True
-    cuda_models = list(built)[: 4 if args.quick else None]
-    for name in cuda_models:
+    print_header(header)
+    totals = {"stock": 0, "memplan": 0}
+    le_stock = True
+    for name in list(built)[: 4 if quick else None]:
         mod, _ = built[name]
         stock, stock_kernels, _ = build_cuda(mod, memplan=False)
         ours, kernels, inplace = build_cuda(mod, memplan=True)
-        cuda_totals["stock"] += stock
-        cuda_totals["memplan"] += ours
-        cuda_le_stock = cuda_le_stock and ours <= stock
+        totals["stock"] += stock
+        totals["memplan"] += ours
+        le_stock = le_stock and ours <= stock
         print(
             f"{name:<19} {stock:>9} {ours:>9} {ours / stock:>13.3f} "
             f"{len(stock_kernels):>7} {len(kernels):>7} {inplace:>8}"
         )
     print("-" * len(header))
     print(
-        f"{'total':<19} {cuda_totals['stock']:>9} {cuda_totals['memplan']:>9} "
-        f"{cuda_totals['memplan'] / cuda_totals['stock']:>13.3f}"
+        f"{'total':<19} {totals['stock']:>9} {totals['memplan']:>9} "
+        f"{totals['memplan'] / totals['stock']:>13.3f}"
     )
+    return le_stock
+
+
+#: Section (c)'s options: (default, default with --quick).
+TIMING_DEFAULTS = {"depth": (24, 6), "repeat": (5, 2)}
+
+
+def parse_args() -> argparse.Namespace:
+    depth, repeat = TIMING_DEFAULTS["depth"], TIMING_DEFAULTS["repeat"]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--depth", type=int, help=f"blocks of the timing model (default {depth[0]})"
+    )
+    parser.add_argument(
+        "--repeat", type=int, help=f"timing repetitions, min kept (default {repeat[0]})"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"depth {depth[1]} and {repeat[1]} repetitions if unset",
+    )
+    torchvision.add_option(parser)
+    hard.add_options(parser)
+    args = parser.parse_args()
+    for option, (full, quick) in TIMING_DEFAULTS.items():
+        if getattr(args, option) is None:
+            setattr(args, option, quick if args.quick else full)
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    zoo = torchvision.zoo(args, models.ZOO)
+    if zoo is None:
+        return 2
+    if args.hard_only:
+        return hard.run(args, zoo, LLM_CONFIGS)
+    same = same_ir(zoo)
+    print()
+    builds = whole_builds(same.built)
+    print()
+    time_ratio = pass_time(args.depth, args.repeat)
+    print_targets(
+        [
+            ("ours <= 1.02x the bound on every model", same.at_bound),
+            ("ours <= stock on every model", same.ours_le_stock),
+            (f"total <= 0.85x stock ({same.total_ratio:.3f})", same.total_ratio <= 0.85),
+            (f"pass time <= 1.5x stock ({time_ratio:.2f})", time_ratio <= 1.5),
+            ("results identical", builds.identical),
+        ]
+    )
+    print()
+    fused = fused_builds(same.built)
+    print()
+    cuda_le_stock = cuda_builds(same.built, args.quick)
     print()
     hard.run(args, zoo, LLM_CONFIGS)
     # Soundness and never planning more than stock are errors; the other targets are reported.
-    sound = all_identical and fused_identical
-    never_more = ours_le_stock and builds_le_stock and fused_le_stock and cuda_le_stock
+    sound = builds.identical and fused.identical
+    never_more = same.ours_le_stock and builds.le_stock and fused.le_stock and cuda_le_stock
     return 0 if sound and never_more else 1
 
 

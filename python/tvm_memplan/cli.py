@@ -24,7 +24,8 @@ from .report import (
     run_report,
     solvable_budget,
 )
-from .report.load import one_line, shape_text
+from .report.format import shape
+from .report.load import one_line
 
 __all__ = [
     "main",
@@ -204,8 +205,7 @@ def message(err: Exception) -> str:
     """The error as the command line says it: with the flags that fix it."""
     if isinstance(err, UnfixedInputsError):
         example = " ".join(
-            f"--input-shape {name}={shape_text([d or 1 for d in dims])}"
-            for name, dims in err.inputs
+            f"--input-shape {name}={shape([d or 1 for d in dims])}" for name, dims in err.inputs
         )
         return f"{err}: {example} (your sizes in place of the 1s)"
     if isinstance(err, UnknownSizesError):

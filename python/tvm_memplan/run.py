@@ -39,8 +39,9 @@ import tvm
 from . import pipeline
 from .instrument import PassTrace, trace
 from .report import check_fit, render_html, solvable_budget, solve_budget
-from .report.build import RECORDED_PASSES, ToolBuild, build_report
+from .report.build import build_report
 from .report.builds import BuildSummary, summarize_build, summary_line
+from .report.compile import RECORDED_PASSES, ToolBuild
 from .report.load import LoadedModel, ReportError, one_line
 from .report.text import fit_lines, solve_lines
 

@@ -10,7 +10,7 @@ from .._options import takes_options
 from ..transform.compact_buffer_allocation import CompactionOptions
 from ..transform.dataflow_use_inplace_calls import InplaceOptions
 from . import _ffi_api
-from ._records import check_tir, count_calls, element_bytes
+from ._helpers import check_tir, count_calls, element_bytes
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
 from .codes import Code, code_families, codes
 from .memory_plan import (

@@ -9,7 +9,7 @@ import tvm_ffi
 
 from .. import _lib  # noqa: F401  (registers the record types before they are bound below)
 from . import _ffi_api
-from ._records import check_tir
+from ._helpers import check_tir
 
 __all__ = ["AllocationDecision", "allocation_plan", "placement_counts"]
 

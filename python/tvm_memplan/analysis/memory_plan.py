@@ -58,15 +58,22 @@ class FunctionMemoryPlan(tvm_ffi.Object):
     stock planner's plan of the same IR."""
 
     @property
+    def applies_stock(self) -> bool:
+        """Whether StaticPlanBlockMemory applies the stock planner's plan to the function
+        (``planner == "stock"``) rather than ours. The one place the rule is written: the
+        ``applied_*`` figures, the report and the benchmarks read it."""
+        return str(self.planner) == "stock"
+
+    @property
     def applied_bytes(self) -> int:
         """Bytes of the plan StaticPlanBlockMemory applies: ours, or the stock planner's where
-        it plans the function."""
-        return self.stock_bytes if self.planner == "stock" else self.planned_bytes
+        it plans the function (``applies_stock``)."""
+        return self.stock_bytes if self.applies_stock else self.planned_bytes
 
     @property
     def applied_size(self):
         """The same as an expression of the shape variables."""
-        return self.stock_size if self.planner == "stock" else self.planned_size
+        return self.stock_size if self.applies_stock else self.planned_size
 
     def live_bytes(self) -> list[int]:
         """Bytes of static-size tensors live at each program point, every tensor from its

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import tvm
 
 from ..instrument import capture
-from ._records import element_bytes
+from ._helpers import element_bytes
 
 __all__ = ["PlannedStorage", "planned_storage", "storage_after_planning"]
 

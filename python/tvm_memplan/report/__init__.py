@@ -19,7 +19,8 @@ from pathlib import Path
 import tvm
 
 from .. import examples
-from .build import build_report, stage
+from .build import build_report
+from .compile import stage
 from .fit import BUDGET_ALIASES, BUDGETS, UnknownSizesError, check_fit
 from .html import render_html
 from .load import LoadedModel, ReportError, UnfixedInputsError, load_module

@@ -19,7 +19,7 @@ import tvm
 from .. import analysis
 from ..instrument import PassTrace
 from . import needs, sizes
-from .build import INPLACE_RUNS, OUR_PLANNER, RECORDED_PASSES
+from .compile import INPLACE_RUNS, OUR_PLANNER, RECORDED_PASSES
 from .format import ratio
 from .load import one_line
 from .views import optimality_of
@@ -76,7 +76,7 @@ def summarize_build(
     target: tvm.target.Target | None,
     mod: tvm.IRModule | None = None,
 ) -> BuildSummary:
-    """The summary of one traced build (``traced`` watched ``build.RECORDED_PASSES``) of
+    """The summary of one traced build (``traced`` watched ``compile.RECORDED_PASSES``) of
     ``mod``."""
     name = target.kind.name if target is not None else "current target"
     summary = BuildSummary(index, entry, name)

@@ -98,7 +98,7 @@ def _vm(report: Report) -> list[FitContributor]:
             if int(t.bytes) <= 0 or (planned and not at_peak):
                 continue
             writers = f.writers[i] if i < len(f.writers) else []
-            if str(plan.planner) == "stock":
+            if plan.applies_stock:
                 done = f"planned by TVM's planner: {plan.reason}"
             elif planned:
                 done = (

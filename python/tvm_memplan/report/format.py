@@ -35,4 +35,5 @@ def ratio(ours: int | None, stock: int | None) -> str:
 
 
 def shape(dims) -> str:
-    return "x".join(str(d) for d in dims) or "scalar"
+    """[1, 3, 224, 224] -> "1x3x224x224"; a dimension not known (None) -> "?"; [] -> "scalar"."""
+    return "x".join("?" if d is None else str(d) for d in dims) or "scalar"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import tvm
 
+from .format import shape
 from .origins import bindings
 
 __all__ = [
@@ -46,7 +47,7 @@ class UnfixedInputsError(ReportError):
     def __init__(self, model: str, inputs: list[tuple[str, list[int | None]]]):
         self.model = model
         self.inputs = inputs
-        listed = ", ".join(f"{name} ({shape_text(dims)})" for name, dims in inputs)
+        listed = ", ".join(f"{name} ({shape(dims)})" for name, dims in inputs)
         super().__init__(f"{model} has inputs with dynamic dimensions: {listed}; give their shapes")
 
 
@@ -72,10 +73,6 @@ def one_line(err: BaseException) -> str:
         if line and not line.startswith(("Traceback", "File ", "note:")):
             return f"{type(err).__name__}: {line}"
     return type(err).__name__
-
-
-def shape_text(shape: list) -> str:
-    return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
 
 
 def load_module(path: str | Path, input_shapes: dict[str, list[int]] | None = None) -> LoadedModel:
@@ -196,15 +193,15 @@ def _load_onnx(path: Path, input_shapes: dict[str, list[int]]) -> LoadedModel:
             d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in dims
         ]
         if tensor.name in input_shapes:
-            shape = input_shapes[tensor.name]
-            if len(shape) != len(declared) or any(
-                want is not None and want != got for want, got in zip(declared, shape, strict=False)
+            given = input_shapes[tensor.name]
+            if len(given) != len(declared) or any(
+                want is not None and want != got for want, got in zip(declared, given, strict=False)
             ):
                 raise ReportError(
-                    f"the shape {tensor.name}={shape_text(shape)} does not match the "
-                    f"model's {tensor.name}: {shape_text(declared)}"
+                    f"the shape {tensor.name}={shape(given)} does not match the "
+                    f"model's {tensor.name}: {shape(declared)}"
                 )
-            shape_dict[tensor.name] = shape
+            shape_dict[tensor.name] = given
         elif None in declared:
             dynamic.append((tensor.name, declared))
         else:

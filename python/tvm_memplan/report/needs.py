@@ -271,36 +271,80 @@ def _vm(plan, evaluated, stock: bool):
 
 def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
     """The memory each build needs, per function and in total; evaluates the Relax plans and
-    the kernels at the shape values (``RelaxFunction.plan_at``, ``Kernel.workspace``)."""
+    the kernels at the shape values (``RelaxFunction.plan_at``, ``Kernel.workspace``).
+    ``relax``: the report's Relax builds (their modules and the plans without in-place pass),
+    None for a module without Relax functions."""
+    values = _ShapeValues(_module_bounds(relax), shape_values)
+    appearing = _shape_vars(report)
+    _check_given(shape_values, appearing)
+    _evaluate_plans(report, values)
+    kernels = _KernelSizes(report.kernels)
+    _evaluate_kernels(report.kernels, kernels, values.kernels)
+    calls_each_other = relax is not None and any(
+        calls_other_relax(relax.mod, f.function) for f in report.relax
+    )
+    functions, vm_sizes = _function_needs(report, relax, kernels, values)
+    totals = _module_needs(report, vm_sizes, kernels, values, calls_each_other)
+    if report.inplace is not None and relax is not None and relax.none_plans is not None:
+        report.inplace.without_inplace = _vm_without_inplace(
+            relax.none_plans, values, calls_each_other
+        )
+    evaluated_at, sources = _evaluated_at(appearing, values)
+    return Summary(
+        totals["stock"],
+        totals["memplan"],
+        functions,
+        evaluated_at=evaluated_at,
+        value_sources=sources,
+        unknown_vars=sorted(appearing - set(evaluated_at)),
+        notes=values.notes + _calls_note(report, calls_each_other),
+    )
+
+
+def _module_bounds(relax) -> dict[str, dict[str, int]]:
+    """Per Relax function, its shape variable bounds: those of the module, and those a
+    pipeline attaches itself (MLC-LLM's does): the bounds the planner saw count."""
     module_bounds = bounds(relax.mod) if relax is not None else {}
-    # A pipeline may attach the bounds itself (MLC-LLM's does): those the planner saw count.
     for planned in (relax.stock_input, relax.memplan_input) if relax is not None else ():
         for function, found in (bounds(planned) if planned is not None else {}).items():
             module_bounds[function] = {**module_bounds.get(function, {}), **found}
-    # Kernels: at the largest bound of any function (the peak over the functions' calls).
-    kernel_values: dict[str, int] = {}
-    for found in module_bounds.values():
-        for name, bound in found.items():
-            kernel_values[name] = max(bound, kernel_values.get(name, bound))
-    kernel_values.update(shape_values)
+    return module_bounds
 
-    notes = []
-    past: dict[str, set[str]] = {}
-    for function, found in module_bounds.items():
-        for name, bound in found.items():
-            given = shape_values.get(name)
-            if given is not None and given > bound:
-                past.setdefault(function, set()).add(name)
-                notes.append(
-                    f"{name} = {given} is past its tir_var_upper_bound {bound} in {function}: "
-                    "such a call raises an error; its figures are at the bound"
-                )
 
-    def values_of(function: str) -> dict[str, int]:
-        given = {k: v for k, v in shape_values.items() if k not in past.get(function, set())}
-        return {**module_bounds.get(function, {}), **given}
+class _ShapeValues:
+    """The values the figures are evaluated at: per Relax function, the values given within
+    its bounds, else its bounds; for kernels, the largest bound of any function (the peak over
+    the functions' calls) unless a value is given."""
 
-    # Every shape variable a figure depends on.
+    def __init__(self, module_bounds: dict[str, dict[str, int]], given: dict[str, int]):
+        self.bounds, self.given = module_bounds, given
+        self.kernels: dict[str, int] = {}
+        for found in module_bounds.values():
+            for name, bound in found.items():
+                self.kernels[name] = max(bound, self.kernels.get(name, bound))
+        self.kernels.update(given)
+        #: Per function, the given values past its bounds (its figures stay at the bound).
+        self.past: dict[str, set[str]] = {}
+        self.notes: list[str] = []
+        for function, found in module_bounds.items():
+            for name, bound in found.items():
+                value = given.get(name)
+                if value is not None and value > bound:
+                    self.past.setdefault(function, set()).add(name)
+                    self.notes.append(
+                        f"{name} = {value} is past its tir_var_upper_bound {bound} in "
+                        f"{function}: such a call raises an error; its figures are at the bound"
+                    )
+
+    def of(self, function: str) -> dict[str, int]:
+        """The values a Relax function's figures are evaluated at."""
+        past = self.past.get(function, set())
+        given = {k: v for k, v in self.given.items() if k not in past}
+        return {**self.bounds.get(function, {}), **given}
+
+
+def _shape_vars(report: Report) -> set[str]:
+    """Every shape variable a figure depends on: of the Relax plans and the placements."""
     appearing: set[str] = set()
     for f in report.relax:
         for plan in (f.plan, f.stock_build):
@@ -310,51 +354,82 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
     for k in report.kernels:
         for d in [*k.placement, *k.stock_placement]:
             appearing |= set(sizes.free_vars(d.size))
+    return appearing
+
+
+def _check_given(shape_values: dict[str, int], appearing: set[str]) -> None:
+    """A ReportError when a value is given for a variable no size depends on."""
     unknown_given = sorted(set(shape_values) - appearing)
     if unknown_given:
         raise ReportError(
             f"shape variable values name {', '.join(unknown_given)}, which no size of this "
             f"model depends on (its shape variables: {', '.join(sorted(appearing)) or 'none'})"
         )
-    for f in report.relax:
-        f.plan_at = _evaluated(f.plan, values_of(f.function))
-        f.stock_build_at = _evaluated(f.stock_build, values_of(f.function))
-        if f.copies_plan is not None:
-            copies = _vm(f.copies_plan, _evaluated(f.copies_plan, values_of(f.function)), False)
-            f.with_copies = sizes.evaluate(copies, values_of(f.function))
 
-    kernel_sizes = _kernel_sizes(report.kernels)
-    for k in report.kernels:
+
+def _evaluate_plans(report: Report, values: _ShapeValues) -> None:
+    """Each Relax function's plans at its values (``plan_at``, ``stock_build_at``), and the
+    bytes of its plan with every concatenation copying (``with_copies``)."""
+    for f in report.relax:
+        at = values.of(f.function)
+        f.plan_at = _evaluated(f.plan, at)
+        f.stock_build_at = _evaluated(f.stock_build, at)
+        if f.copies_plan is not None:
+            copies = _vm(f.copies_plan, _evaluated(f.copies_plan, at), False)
+            f.with_copies = sizes.evaluate(copies, at)
+
+
+class _KernelSizes:
+    """The kernels' workspace and stack per build, each with the kernels it calls, and which
+    kernels each build has."""
+
+    def __init__(self, kernels: list[Kernel]):
+        self.sizes = _kernel_sizes(kernels)
+        self.names = {k.name for k in kernels}
+        self.present = {build: {k.name for k in kernels if build in k.builds} for build in BUILDS}
+
+    def size(self, name: str, build: str, where: str):
+        return self.sizes[(name, build, where)]
+
+    def peak(self, names, build: str, where: str):
+        """The most one of ``names`` takes in ``where`` (they run one at a time)."""
+        return sizes.largest(self.size(n, build, where) for n in names if n in self.present[build])
+
+    def total(self, build: str, names):
+        """Everything ``names`` allocate, workspace and stack, as if nothing were reused."""
+        return _total(
+            self.size(n, build, w)
+            for n in names
+            if n in self.present[build]
+            for w in ("workspace", "stack")
+        )
+
+
+def _evaluate_kernels(kernels: list[Kernel], found: _KernelSizes, values: dict[str, int]):
+    """Each kernel's workspace and stack per build at ``values`` (``Kernel.workspace``,
+    ``Kernel.stack``; None where the build has no such kernel), with the expressions of those
+    that stay symbolic (``Kernel.symbolic``)."""
+    for k in kernels:
         for where in ("workspace", "stack"):
             table = getattr(k, where)
             for build in BUILDS:
                 if build not in k.builds:
                     table[build] = None  # the build has no such kernel
                     continue
-                size = kernel_sizes[(k.name, build, where)]
-                table[build] = sizes.evaluate(size, kernel_values)
+                size = found.size(k.name, build, where)
+                table[build] = sizes.evaluate(size, values)
                 if table[build] is None and size is not None:
                     k.symbolic[f"{where}.{build}"] = sizes.text(size)
-    present = {build: {k.name for k in report.kernels if build in k.builds} for build in BUILDS}
 
-    def kernel_peak(names, build: str, where: str):
-        return sizes.largest(kernel_sizes[(n, build, where)] for n in names if n in present[build])
 
-    def all_kernels(build: str, names):
-        return _total(
-            kernel_sizes[(n, build, w)]
-            for n in names
-            if n in present[build]
-            for w in ("workspace", "stack")
-        )
-
-    kernel_names = {k.name for k in report.kernels}
+def _function_needs(
+    report: Report, relax, kernels: _KernelSizes, values: _ShapeValues
+) -> tuple[list[FunctionNeeds], dict[str, list]]:
+    """What each function needs in each build, and per build each Relax function's VM size.
+    Without Relax functions, each kernel is a function of its own."""
     functions: list[FunctionNeeds] = []
-    calls_each_other = False
-    vm_sizes = {build: [] for build in BUILDS}
+    vm_sizes: dict[str, list] = {build: [] for build in BUILDS}
     for f in report.relax:
-        if relax is not None and calls_other_relax(relax.mod, f.function):
-            calls_each_other = True
         per_build = {}
         for build in BUILDS:
             if build == "memplan":
@@ -364,16 +439,16 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
                 vm = _vm(f.stock_build, f.stock_build_at, stock=True)
                 called = _relax_calls(relax.stock_input, f.function) if relax else set()
             vm_sizes[build].append(vm)
-            called &= kernel_names
+            called &= kernels.names
             weight = _total(w.bytes for w in report.weights if w.function == f.function)
             parts = {
                 "weights": weight,
                 "vm": vm,
-                "workspace": kernel_peak(called, build, "workspace"),
-                "stack": kernel_peak(called, build, "stack"),
+                "workspace": kernels.peak(called, build, "workspace"),
+                "stack": kernels.peak(called, build, "stack"),
             }
-            everything = _total([weight, vm, all_kernels(build, called)])
-            per_build[build] = _needs(parts, everything, values_of(f.function))
+            everything = _total([weight, vm, kernels.total(build, called)])
+            per_build[build] = _needs(parts, everything, values.of(f.function))
         functions.append(
             FunctionNeeds(f.function, "relax", per_build["stock"], per_build["memplan"])
         )
@@ -384,53 +459,67 @@ def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:
                 parts = {
                     "weights": 0,
                     "vm": 0,
-                    "workspace": kernel_sizes[(k.name, build, "workspace")],
-                    "stack": kernel_sizes[(k.name, build, "stack")],
+                    "workspace": kernels.size(k.name, build, "workspace"),
+                    "stack": kernels.size(k.name, build, "stack"),
                 }
-                per_build[build] = _needs(parts, all_kernels(build, [k.name]), kernel_values)
+                per_build[build] = _needs(parts, kernels.total(build, [k.name]), values.kernels)
             functions.append(FunctionNeeds(k.name, "tir", per_build["stock"], per_build["memplan"]))
+    return functions, vm_sizes
 
-    # The module: at each function's values for its VM figure, the kernels' values otherwise.
+
+def _module_needs(
+    report: Report,
+    vm_sizes: dict[str, list],
+    kernels: _KernelSizes,
+    values: _ShapeValues,
+    calls_each_other: bool,
+) -> dict[str, Needs]:
+    """What the module needs in each build: the VM figure at each function's values, the
+    kernels' at theirs."""
     weight_total = _total(w.bytes for w in report.weights)
     totals = {}
     for build in BUILDS:
         vms = [
-            _at(v, values_of(f.function))
+            _at(v, values.of(f.function))
             for v, f in zip(vm_sizes[build], report.relax, strict=True)
         ]
         parts = {
             "weights": weight_total,
             "vm": vm_peak(vms, calls_each_other),
-            "workspace": kernel_peak(kernel_names, build, "workspace"),
-            "stack": kernel_peak(kernel_names, build, "stack"),
+            "workspace": kernels.peak(kernels.names, build, "workspace"),
+            "stack": kernels.peak(kernels.names, build, "stack"),
         }
-        everything = _total([weight_total, _total(vms), all_kernels(build, kernel_names)])
-        totals[build] = _needs(parts, everything, kernel_values)
-    if report.inplace is not None and relax is not None and relax.none_plans is not None:
-        none = [
-            _vm(p, _evaluated(p, values_of(name)), stock=True)
-            for name, p in sorted(relax.none_plans.items())
-        ]
-        report.inplace.without_inplace = sizes.evaluate(
-            vm_peak(none, calls_each_other), kernel_values
-        )
+        everything = _total([weight_total, _total(vms), kernels.total(build, kernels.names)])
+        totals[build] = _needs(parts, everything, values.kernels)
+    return totals
+
+
+def _vm_without_inplace(none_plans: dict, values: _ShapeValues, calls_each_other: bool):
+    """The VM figure with TVM's planner and no in-place pass (``Inplace.without_inplace``)."""
+    none = [
+        _vm(p, _evaluated(p, values.of(name)), stock=True) for name, p in sorted(none_plans.items())
+    ]
+    return sizes.evaluate(vm_peak(none, calls_each_other), values.kernels)
+
+
+def _calls_note(report: Report, calls_each_other: bool) -> list[str]:
+    """How the functions' VM figures make the module's."""
     if calls_each_other:
-        notes.append("Relax functions call each other: the VM figure is their sum")
-    elif len(report.relax) > 1:
-        notes.append("Relax functions run one at a time: the VM figure is the largest function's")
+        return ["Relax functions call each other: the VM figure is their sum"]
+    if len(report.relax) > 1:
+        return ["Relax functions run one at a time: the VM figure is the largest function's"]
+    return []
+
+
+def _evaluated_at(
+    appearing: set[str], values: _ShapeValues
+) -> tuple[dict[str, int], dict[str, str]]:
+    """The value of each variable the figures depend on, and where it comes from: "given" or
+    "bound" (variables with neither are left out)."""
     evaluated_at, sources = {}, {}
     for name in sorted(appearing):
-        if name in shape_values:
-            evaluated_at[name], sources[name] = shape_values[name], "given"
-        elif name in kernel_values:
-            evaluated_at[name], sources[name] = kernel_values[name], "bound"
-    unknown = sorted(appearing - set(evaluated_at))
-    return Summary(
-        totals["stock"],
-        totals["memplan"],
-        functions,
-        evaluated_at=evaluated_at,
-        value_sources=sources,
-        unknown_vars=unknown,
-        notes=notes,
-    )
+        if name in values.given:
+            evaluated_at[name], sources[name] = values.given[name], "given"
+        elif name in values.kernels:
+            evaluated_at[name], sources[name] = values.kernels[name], "bound"
+    return evaluated_at, sources

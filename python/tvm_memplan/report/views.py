@@ -190,22 +190,24 @@ def at_values(report: Report, nbytes: int | None, size) -> int | str | None:
     return None if size is None else sizes.text(size)
 
 
+#: The fields of a plan record each ``plan_bytes`` figure reads (``applied_*``: the
+#: ``FunctionMemoryPlan`` properties that choose between ours and the stock planner's).
+_PLAN_FIELDS = {
+    "memplan": ("applied_bytes", "applied_size"),
+    "planned": ("planned_bytes", "planned_size"),
+    "stock": ("stock_bytes", "stock_size"),
+}
+
+
 def plan_bytes(f, which: str) -> int | str | None:
     """A Relax function's plan bytes, as the plan records give them: at the summary's values
     where symbolic (``plan_at``), else the expression. ``which``: "memplan" (what the pass
     allocates), "planned" (tvm-memplan's planner), "stock" (TVM's planner on the same IR),
     "stock_build" (the stock build)."""
     if which == "stock_build":
-        plan, evaluated, fields = f.stock_build, f.stock_build_at, ("stock_bytes", "stock_size")
+        plan, evaluated, fields = f.stock_build, f.stock_build_at, _PLAN_FIELDS["stock"]
     else:
-        plan, evaluated = f.plan, f.plan_at
-        if which == "memplan":
-            which = "stock" if plan is not None and str(plan.planner) == "stock" else "planned"
-        fields = (
-            ("planned_bytes", "planned_size")
-            if which == "planned"
-            else ("stock_bytes", "stock_size")
-        )
+        plan, evaluated, fields = f.plan, f.plan_at, _PLAN_FIELDS[which]
     if plan is None:
         return None
     if evaluated is not None:

@@ -51,7 +51,7 @@ def LegalizeOpsAfterInplaceCalls(
 @tvm_ffi.register_object("tvm_memplan.relax.InplaceStats")
 class InplaceStats(tvm_ffi.Object):
     """What one run of DataflowUseInplaceCalls did (fields and docs from
-    ``src_cpp/relax/inplace_rewrite.h``)."""
+    ``src_cpp/relax/inplace_records.h``)."""
 
 
 @takes_options(InplaceOptions)

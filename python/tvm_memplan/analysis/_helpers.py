@@ -1,5 +1,6 @@
-"""Helpers shared by the analyses' Python wrappers: argument checks, and the bytes of an
-element as the C++ core counts them."""
+"""Helpers the analyses' Python wrappers share (no records: those are in the modules that
+register them): counting an operator's calls in a module, the bytes of an element as the C++
+core counts them, and the argument check of the TIR analyses."""
 
 from __future__ import annotations
 
