@@ -392,14 +392,16 @@ class _KernelSizes:
         return self.sizes[(name, build, where)]
 
     def peak(self, names, build: str, where: str):
-        """The most one of ``names`` takes in ``where`` (they run one at a time)."""
-        return sizes.largest(self.size(n, build, where) for n in names if n in self.present[build])
+        """The most one of ``names`` takes in ``where`` (they run one at a time), its terms in
+        name order so that a symbolic figure reads the same from run to run."""
+        present = sorted(n for n in names if n in self.present[build])
+        return sizes.largest(self.size(n, build, where) for n in present)
 
     def total(self, build: str, names):
         """Everything ``names`` allocate, workspace and stack, as if nothing were reused."""
         return _total(
             self.size(n, build, w)
-            for n in names
+            for n in sorted(names)
             if n in self.present[build]
             for w in ("workspace", "stack")
         )
