@@ -8,6 +8,8 @@ the same inputs: outputs identical, inputs untouched.
 """
 # ruff: noqa: F841  (TVMScript bindings that nothing reads are part of the cases)
 
+import contextlib
+
 import pytest
 import tvm
 from tvm import relax
@@ -63,28 +65,73 @@ class Kernels:
 EXP, ADD, ADD2, EXP_N = (Kernels.get_global_var(n) for n in ("exp", "add", "add2", "exp_n"))
 
 
-class PlanCase(CompareBeforeAfter):
-    """`before` -> `expected` under the pass (with `options`), and identical results."""
+#: `expected = STOCK`: the pass must give exactly what TVM's planner makes of `before`.
+STOCK = "stock"
+
+
+def _skipped(check, reason: str):
+    """`check` marked skipped with `reason`: a function of its own per case, since a mark applied
+    to the shared one would mark every case."""
+
+    def test(self):
+        check(self)
+
+    test.__name__ = check.__name__
+    return pytest.mark.skip(reason=reason)(test)
+
+
+class PlanPass(CompareBeforeAfter):
+    """`before` -> `expected` under the pass with `options` (under `target`, where one is set).
+    `expected` may also be STOCK, an exception class (with `match`), or None (unchanged)."""
 
     options: dict = {}
+    #: The target the pass runs under (None: no current target).
+    target: str | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if isinstance(cls.__dict__.get("expected"), str):  # STOCK, made without a target
+            cls.expected = relax.transform.StaticPlanBlockMemory()(cls.before)
+
+    def transform(self, before):
+        with tvm.target.Target(self.target) if self.target else contextlib.nullcontext():
+            after = StaticPlanBlockMemory(**self.options)(before)
+        relax.analysis.well_formed(after)
+        return after
+
+    def plans(self) -> list:
+        """The records of `before`'s Relax functions under `options`, in name order
+        (memory_plan runs under Target("llvm"))."""
+        return memory_plan(self.before, pipeline=None, **self.options)
+
+
+class PlanCase(PlanPass):
+    """... and identical results of every Relax function, and a second run changes nothing."""
+
     #: Input seeds to run (a boolean parameter takes both values over a few seeds).
     seeds: tuple = (0,)
     #: Values of the symbolic shape variables to run with, one dict per run.
     shape_vars: tuple = ({},)
+    #: Why the case cannot run on this machine's CPU (its IR is checked, not its results); the
+    #: results check then shows as skipped with it.
+    not_run: str | None = None
 
-    def transform(self, before):
-        after = StaticPlanBlockMemory(**self.options)(before)
-        relax.analysis.well_formed(after)
-        return after
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("not_run"):
+            cls.test_results = _skipped(PlanCase.test_results, cls.not_run)
 
     def test_results(self):
         after = self.transform(self.before)
         vms = (relax_vm(self.before, planner="none"), relax_vm(after, planner="none"))
-        for seed in self.seeds:
-            for shape_vars in self.shape_vars:
-                assert_same_relax_results(
-                    self.before, after, seed=seed, shape_vars=shape_vars, vms=vms
-                )
+        functions = self.before.functions.items()
+        names = sorted(gv.name_hint for gv, f in functions if isinstance(f, relax.Function))
+        for name in names:
+            for seed in self.seeds:
+                for shape_vars in self.shape_vars:
+                    assert_same_relax_results(
+                        self.before, after, name, seed=seed, shape_vars=shape_vars, vms=vms
+                    )
 
     def test_idempotent(self):
         """Planned tensors are views of storages: a second run has nothing left to plan."""
@@ -539,6 +586,9 @@ class TestUnboundedSymbolicSizesShareStoragesOfTheirSize(PlanCase):
 
 # ---- devices and scopes -----------------------------------------------------------------------
 
+#: The virtual devices of the modules below: device 0 llvm, 1 opencl, 2 cuda.
+_VDEVICES = {"vdevice": [I.vdevice("llvm"), I.vdevice("opencl"), I.vdevice("cuda")]}
+
 
 def _two_tensors_on(device_index: int, scope: str = "global") -> tvm.IRModule:
     """`a` and `b` live together on virtual device `device_index` (vdevices: llvm, opencl,
@@ -546,9 +596,7 @@ def _two_tensors_on(device_index: int, scope: str = "global") -> tvm.IRModule:
 
     @I.ir_module
     class Module:
-        I.module_global_infos(
-            {"vdevice": [I.vdevice("llvm"), I.vdevice("opencl"), I.vdevice("cuda")]}
-        )
+        I.module_global_infos(_VDEVICES)
 
         @T.prim_func(private=True)
         def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
@@ -574,51 +622,109 @@ def _two_tensors_on(device_index: int, scope: str = "global") -> tvm.IRModule:
     return Module
 
 
-@pytest.mark.parametrize(
-    "device_index, scope, why",
-    [
-        (1, "global", "device 1 (opencl, from the module's vdevices)"),
-        (0, "global.texture", 'storage scope "global.texture"'),
-    ],
-)
-def test_devices_and_scopes_without_free_offsets_are_planned_by_the_stock_planner(
-    device_index, scope, why
-):
-    """OpenCL would copy in ensure_zero_offset, and a texture scope has no byte offsets: such a
-    function comes out exactly as TVM's planner makes it, and the plan says why."""
-    mod = _two_tensors_on(device_index, scope)
-    after = StaticPlanBlockMemory()(mod)
-    tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
-    (plan,) = memory_plan(mod, pipeline=None)
-    assert (plan.planner, plan.decision) == ("stock", "no_offsets")
-    assert plan.reason.startswith(why)
+class StockPlannedForWantOfOffsets(PlanCase):
+    """... the function comes out exactly as TVM's planner makes it, and its record says so:
+    the stock planner (`no_offsets`), for the reason `why`."""
+
+    why = ""
+
+    def test_record(self):
+        (plan,) = self.plans()
+        assert (plan.planner, plan.decision) == ("stock", "no_offsets")
+        assert plan.reason.startswith(self.why)
 
 
-def test_cuda_takes_tensors_at_offsets():
-    """CUDA moves the pointer in ensure_zero_offset: tensors on a CUDA vdevice are packed (IR
-    only: this machine has no GPU)."""
-    (plan,) = memory_plan(_two_tensors_on(2), pipeline=None)
-    assert plan.planner == "memplan"
-    assert [(s.device, s.bytes) for s in plan.storages] == [(2, 128)]
-    offsets = {t.binding: t.offset for t in plan.tensors if t.planned}
-    assert offsets == {"a": 0, "b": 64}
+class TestAnOpenCLDeviceIsPlannedByTheStockPlanner(StockPlannedForWantOfOffsets):
+    """OpenCL would copy a tensor at an offset in ensure_zero_offset: tensors on an OpenCL
+    vdevice are planned by the stock planner."""
+
+    before = _two_tensors_on(1)
+    expected = STOCK
+    why = "device 1 (opencl, from the module's vdevices)"
+    not_run = "an OpenCL vdevice: the cases run on the CPU"
 
 
-def test_without_a_target_the_cpu_is_assumed():
-    """No vdevices and no current target: device 0 is the VM's default, the CPU."""
-    mod = TestLiveTensorsShareOneStorageAtOffsets.before
-    (plan,) = memory_plan(mod, pipeline=None)  # memory_plan runs under Target("llvm")
-    after = StaticPlanBlockMemory()(mod)  # no target here
-    tvm.ir.assert_structural_equal(after, TestLiveTensorsShareOneStorageAtOffsets.expected)
-    assert plan.planner == "memplan"
+class TestATextureScopeIsPlannedByTheStockPlanner(StockPlannedForWantOfOffsets):
+    """A texture scope has no byte offsets: tensors in "global.texture" are planned by the stock
+    planner."""
+
+    before = _two_tensors_on(0, "global.texture")
+    expected = STOCK
+    why = 'storage scope "global.texture"'
+    not_run = 'the CPU runtime allocates no "global.texture" storage'
 
 
-def test_an_opencl_target_is_planned_by_the_stock_planner():
-    """Device 0 is the target's device when the module has no vdevices."""
-    mod = TestLiveTensorsShareOneStorageAtOffsets.before
-    with tvm.target.Target("opencl"):
-        after = StaticPlanBlockMemory()(mod)
-    tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
+class TestCudaTakesTensorsAtOffsets(PlanCase):
+    """CUDA moves the pointer in ensure_zero_offset: tensors on a CUDA vdevice are packed into
+    one storage on that device."""
+
+    before = _two_tensors_on(2)
+
+    @I.ir_module
+    class expected:
+        I.module_global_infos(_VDEVICES)
+
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = expected
+            storage = R.memory.alloc_storage(R.shape([128]), 2, R.str("global"), R.dtype("uint8"))
+            a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 2)
+            cls.exp(x, a)
+            b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 2)
+            b = R.memory.ensure_zero_offset(b_at)
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            return c
+
+    not_run = "a CUDA vdevice: the cases run on the CPU"
+
+    def test_record(self):
+        """The record says the same: our planner, one 128-byte storage on device 2, `a` at 0
+        and `b` at 64."""
+        (plan,) = self.plans()
+        assert plan.planner == "memplan"
+        assert [(s.device, s.bytes) for s in plan.storages] == [(2, 128)]
+        offsets = {t.binding: t.offset for t in plan.tensors if t.planned}
+        assert offsets == {"a": 0, "b": 64}
+
+
+class TestWithoutATargetDeviceZeroIsTheCpu(PlanPass):
+    """No vdevices and no current target: device 0 is the VM's default, the CPU, which takes
+    tensors at offsets (the IR of TestLiveTensorsShareOneStorageAtOffsets; its results are
+    checked there)."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = TestLiveTensorsShareOneStorageAtOffsets.expected
+
+
+class TestAnLlvmTargetIsPlannedAtOffsets(PlanPass):
+    """Without vdevices, device 0 is the target's device: the CPU of an llvm target takes
+    tensors at offsets."""
+
+    target = "llvm"
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = TestLiveTensorsShareOneStorageAtOffsets.expected
+
+    def test_record(self):
+        """The record names our planner."""
+        (plan,) = self.plans()
+        assert plan.planner == "memplan"
+
+
+class TestAnOpenCLTargetIsPlannedByTheStockPlanner(PlanCase):
+    """Without vdevices, device 0 is the target's device: under an OpenCL target the function
+    comes out exactly as TVM's planner makes it."""
+
+    target = "opencl"
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = STOCK
 
 
 # ---- the stock planner when it is better; options ---------------------------------------------
