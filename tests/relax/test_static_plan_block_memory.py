@@ -61,8 +61,18 @@ class Kernels:
         for i in range(n):
             B[i] = T.exp(A[i])
 
+    @T.prim_func(private=True)
+    def fill(a: T.handle, b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (16,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in range(n):
+            B[i] = A[i % 16]
 
-EXP, ADD, ADD2, EXP_N = (Kernels.get_global_var(n) for n in ("exp", "add", "add2", "exp_n"))
+
+EXP, ADD, ADD2, EXP_N, FILL = (
+    Kernels.get_global_var(n) for n in ("exp", "add", "add2", "exp_n", "fill")
+)
 
 
 #: `expected = STOCK`: the pass must give exactly what TVM's planner makes of `before`.
@@ -179,7 +189,7 @@ class TestTensorMadeInABranchIsReadAfterIt(PlanCase):
     """apache/tvm#20191, minimized: `a` lives and dies inside the then branch, `b` is made there
     and read after the `if`. The storage is allocated before the `if`, so `d` may reuse the
     bytes of `a` after it (TVM's planner allocates the storage inside the branch and uses it
-    after the `if`: see test_the_stock_plan_of_this_shape_is_not_well_formed)."""
+    after the `if`: see test_the_stock_plan_is_not_well_formed)."""
 
     @R.function
     def _before(x: R.Tensor((16,), "float32"), c: R.Tensor((), "bool")) -> R.Tensor(
@@ -225,13 +235,12 @@ class TestTensorMadeInABranchIsReadAfterIt(PlanCase):
     expected = relax_module(Kernels, main=_expected)
     seeds = (0, 1, 2, 3)  # both values of `c`
 
-
-def test_the_stock_plan_of_this_shape_is_not_well_formed():
-    """The case above is the shape of apache/tvm#20191: TVM's planner uses, after the `if`, a
-    storage variable bound inside the then branch (the VM then reads a register that was never
-    written). If this starts to pass, TVM has fixed the bug."""
-    stock = relax.transform.StaticPlanBlockMemory()(TestTensorMadeInABranchIsReadAfterIt.before)
-    assert not relax.analysis.check_well_formed(stock)
+    def test_the_stock_plan_is_not_well_formed(self):
+        """This is the shape of apache/tvm#20191: TVM's planner uses, after the `if`, a storage
+        variable bound inside the then branch (the VM then reads a register that was never
+        written). If this starts to pass, TVM has fixed the bug."""
+        stock = relax.transform.StaticPlanBlockMemory()(self.before)
+        assert not relax.analysis.check_well_formed(stock)
 
 
 class TestViewKeepsItsSourceLive(PlanCase):
@@ -443,106 +452,250 @@ class TestLowerAndUpperBoundsAreCheckedTogether(PlanCase):
     expected = relax_module(Kernels, main=_expected)
     shape_vars = ({"n": 4}, {"n": 32})
 
-
-def test_calls_outside_the_bounds_raise():
-    after = StaticPlanBlockMemory()(TestLowerAndUpperBoundsAreCheckedTogether.before)
-    vms = (relax_vm(after, planner="none"),) * 2
-    for n, bound in ((3, 4), (33, 32)):
+    def _call_raises(self, n: int, bound: int):
+        after = self.transform(self.before)
+        vms = (relax_vm(after, planner="none"),) * 2
         error = rf"\({n} vs\. {bound}\) : main: shape variable n is outside \[4, 32\]"
         with pytest.raises(Exception, match=error):
             assert_same_relax_results(after, after, shape_vars={"n": n}, vms=vms)
 
+    def test_a_call_below_the_lower_bound_raises(self):
+        """n = 3 stops at the entry check, which names the range."""
+        self._call_raises(3, 4)
 
-@I.ir_module
-class BoundOnTheResultOnly:
-    """`n` sizes only the returned `c`, which no planner shares; `a` and `b` are static."""
+    def test_a_call_above_the_upper_bound_raises(self):
+        """n = 33 stops at the entry check, which names the range."""
+        self._call_raises(33, 32)
 
-    @T.prim_func(private=True)
-    def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-        for i in range(16):
-            B[i] = T.exp(A[i])
 
-    @T.prim_func(private=True)
-    def fill(a: T.handle, b: T.handle):
-        n = T.int64()
-        A = T.match_buffer(a, (16,), "float32")
-        B = T.match_buffer(b, (n,), "float32")
-        for i in range(n):
-            B[i] = A[i % 16]
+@R.function
+def _bound_on_the_result_only(
+    x: R.Tensor((16,), "float32"), y: R.Tensor(("n",), "float32")
+) -> R.Tensor(("n",), "float32"):
+    n = T.int64()
+    R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+    a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+    EXP(x, a)
+    b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+    EXP(a, b)
+    c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+    FILL(b, c)
+    return c
+
+
+#: `n` sizes only the returned `c`, which no planner shares; `a` and `b` are static.
+BoundOnTheResultOnly = relax_module(Kernels, main=_bound_on_the_result_only)
+
+
+class TestABoundNoPlannedTensorTakesIsNotChecked(PlanCase):
+    """Only bounds that size planned tensors are checked: past them nothing would overlap, so
+    the function runs past its bound (n = 40)."""
+
+    before = BoundOnTheResultOnly
 
     @R.function
-    def main(x: R.Tensor((16,), "float32"), y: R.Tensor(("n",), "float32")):
+    def _expected(x: R.Tensor((16,), "float32"), y: R.Tensor(("n",), "float32")) -> R.Tensor(
+        ("n",), "float32"
+    ):
         n = T.int64()
         R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
-        cls = BoundOnTheResultOnly
-        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-        cls.exp(x, a)
-        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-        cls.exp(a, b)
+        storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(x, a)
+        b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP(a, b)
         c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-        cls.fill(b, c)
+        FILL(b, c)
         return c
 
+    expected = relax_module(Kernels, main=_expected)
+    shape_vars = ({"n": 1}, {"n": 40})
 
-def test_a_bound_no_planned_tensor_takes_is_not_checked():
-    """Only bounds that size planned tensors are checked: past them nothing would overlap."""
-    (plan,) = memory_plan(BoundOnTheResultOnly, pipeline=None)
-    assert list(plan.checked_bounds) == [] and dict(plan.upper_bounds) == {"n": 32}
-    after = StaticPlanBlockMemory()(BoundOnTheResultOnly)
-    assert "vm.builtin.match_shape" not in after.script()
-    assert_same_relax_results(BoundOnTheResultOnly, after, shape_vars={"n": 40})
-
-
-def test_outputs_planned_at_the_bound_are_checked_too():
-    """`relax.memory_plan_dynamic_func_output` sizes the returned tensor at the bound as well:
-    its bound is checked, and within it the results hold."""
-    mod = _with_attrs(BoundOnTheResultOnly, relax__memory_plan_dynamic_func_output=True)
-    (plan,) = memory_plan(mod, pipeline=None)
-    assert list(plan.checked_bounds) == ["n"]
-    returned = next(t for t in plan.tensors if t.binding == "c")
-    assert returned.planned and plan.storages[returned.storage].bounded
-    after = StaticPlanBlockMemory()(mod)
-    assert_same_relax_results(mod, after, shape_vars={"n": 32})
-    vms = (relax_vm(after, planner="none"),) * 2
-    with pytest.raises(Exception, match=past_bound_error("main", "n", 33, 32)):
-        assert_same_relax_results(after, after, shape_vars={"n": 33}, vms=vms)
+    def test_record(self):
+        """The record keeps the bound and checks none."""
+        (plan,) = self.plans()
+        assert list(plan.checked_bounds) == [] and dict(plan.upper_bounds) == {"n": 32}
 
 
-def test_symbolic_sizes_are_expressions_in_the_records():
-    """Sizes are expressions of the shape variables: tensors at their exact size, storages
-    sized at the bound marked `bounded`, and each plan's total with the unplanned `c` still
-    symbolic."""
-    (plan,) = memory_plan(TestBoundedSymbolicSizesTakeTheirUpperBound.before, pipeline=None)
-    n = plan.tensors[0].shape[0]
-    sizes = {t.binding: t.size for t in plan.tensors}
-    for size in sizes.values():
-        tvm.ir.assert_structural_equal(size, n * 4)
-    (storage,) = plan.storages
-    assert storage.bytes == 256 and int(storage.size) == 256 and storage.bounded
-    tvm.ir.assert_structural_equal(plan.planned_size, n * 4 + 256)
-    assert plan.planned_bytes == 256 and plan.symbolic_allocations == 1
-    assert dict(plan.upper_bounds) == {"n": 32} and dict(plan.lower_bounds) == {}
+class TestAnOutputPlannedAtTheBoundIsChecked(PlanCase):
+    """`relax.memory_plan_dynamic_func_output` sizes the returned `c` at the bound as well, in a
+    storage of its own: its bound is checked on entry, and within it the results hold. The
+    attribute is consumed (TVM's planner drops it too)."""
+
+    before = _with_attrs(BoundOnTheResultOnly, relax__memory_plan_dynamic_func_output=True)
+
+    @R.function
+    def _expected(x: R.Tensor((16,), "float32"), y: R.Tensor(("n",), "float32")) -> R.Tensor(
+        ("n",), "float32"
+    ):
+        n = T.int64()
+        R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+        none = R.null_value()
+        n_in_bound = R.call_packed(
+            "vm.builtin.match_shape",
+            R.shape([T.max(n, 32)]),
+            none,
+            1,
+            0,
+            32,
+            R.str(
+                "main: shape variable n exceeds its tir_var_upper_bound 32 (its value, then the "
+                "bound, in parentheses above): the function's memory is planned for sizes within "
+                "the bounds;"
+            ),
+            ty_args=(R.Tuple,),
+        )
+        storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        storage_c = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(x, a)
+        b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP(a, b)
+        c = R.memory.alloc_tensor(storage_c, 0, R.shape([n]), R.dtype("float32"), 0)
+        FILL(b, c)
+        return c
+
+    expected = relax_module(Kernels, main=_expected)
+    shape_vars = ({"n": 1}, {"n": 32})
+
+    def test_record(self):
+        """The record says the same: `n` checked, the returned `c` planned in a storage sized
+        at the bound."""
+        (plan,) = self.plans()
+        assert list(plan.checked_bounds) == ["n"]
+        returned = next(t for t in plan.tensors if t.binding == "c")
+        assert returned.planned and plan.storages[returned.storage].bounded
+
+    def test_a_call_past_the_bound_raises(self):
+        """n = 33 stops at the entry check, with the planner's message."""
+        after = self.transform(self.before)
+        vms = (relax_vm(after, planner="none"),) * 2
+        with pytest.raises(Exception, match=past_bound_error("main", "n", 33, 32)):
+            assert_same_relax_results(after, after, shape_vars={"n": 33}, vms=vms)
 
 
-@pytest.mark.parametrize("bound", ["32", 2.5, [32]])
-def test_a_bound_that_is_not_an_integer_raises(bound):
-    """A TypeError, as TVM's planner raises (a drop-in must not ignore it)."""
-    mod = _with_attrs(
-        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": bound}
+class RecordCase:
+    """A rule of the record (FunctionMemoryPlan) of `before`'s one Relax function, under
+    `options`: `test_record` checks it, the class docstring states it."""
+
+    before: tvm.IRModule
+    options: dict = {}
+
+    def plan(self):
+        (plan,) = memory_plan(self.before, pipeline=None, **self.options)
+        return plan
+
+
+class TestSymbolicTensorSizesAreExpressions(RecordCase):
+    """A tensor's size is an expression of the shape variables: `n * 4` bytes for `n`
+    floats."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        plan = self.plan()
+        n = plan.tensors[0].shape[0]
+        sizes = {t.binding: t.size for t in plan.tensors}
+        assert len(sizes) == 3
+        for size in sizes.values():
+            tvm.ir.assert_structural_equal(size, n * 4)
+
+
+class TestAStorageSizedAtTheBoundIsMarkedBounded(RecordCase):
+    """The one storage, sized at `n`'s bound (two tensors of 32 floats), is 256 bytes, as a
+    constant size too, and marked `bounded`."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        (storage,) = self.plan().storages
+        assert storage.bytes == 256 and int(storage.size) == 256 and storage.bounded
+
+
+class TestThePlannedTotalKeepsUnplannedSizesSymbolic(RecordCase):
+    """The plan's total adds the unplanned `c` at its symbolic size (`n * 4` + the storage's
+    256); its bytes count only what is constant, and the symbolic allocation is counted."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        plan = self.plan()
+        n = plan.tensors[0].shape[0]
+        tvm.ir.assert_structural_equal(plan.planned_size, n * 4 + 256)
+        assert plan.planned_bytes == 256 and plan.symbolic_allocations == 1
+
+
+class TestTheRecordCarriesTheBounds(RecordCase):
+    """The function's `tir_var_upper_bound` and (absent) `tir_var_lower_bound` are in the
+    record."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        plan = self.plan()
+        assert dict(plan.upper_bounds) == {"n": 32} and dict(plan.lower_bounds) == {}
+
+
+class NotAnIntegerBound(PlanPass):
+    """... is a TypeError naming the function and the variable, as TVM's planner raises (a
+    drop-in must not ignore it), with the fall-back to stock on or off."""
+
+    expected = TypeError
+    match = 'function `main`: tir_var_upper_bound\\["n"\\] must '
+
+
+class TestAStringBoundIsATypeError(NotAnIntegerBound):
+    """A bound given as a string ..."""
+
+    before = _with_attrs(
+        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": "32"}
     )
-    for options in ({}, {"fall_back_to_stock": False}):
-        with pytest.raises(TypeError, match='function `main`: tir_var_upper_bound\\["n"\\] must '):
-            StaticPlanBlockMemory(**options)(mod)
 
 
-def test_an_upper_bound_below_the_lower_bound_raises():
-    mod = _with_attrs(
+class TestAStringBoundWithoutFallBackIsATypeError(TestAStringBoundIsATypeError):
+    """... also with the fall-back to stock off."""
+
+    options = {"fall_back_to_stock": False}
+
+
+class TestAFloatBoundIsATypeError(NotAnIntegerBound):
+    """A bound given as a float ..."""
+
+    before = _with_attrs(
+        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": 2.5}
+    )
+
+
+class TestAFloatBoundWithoutFallBackIsATypeError(TestAFloatBoundIsATypeError):
+    """... also with the fall-back to stock off."""
+
+    options = {"fall_back_to_stock": False}
+
+
+class TestAListBoundIsATypeError(NotAnIntegerBound):
+    """A bound given as a list ..."""
+
+    before = _with_attrs(
+        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": [32]}
+    )
+
+
+class TestAListBoundWithoutFallBackIsATypeError(TestAListBoundIsATypeError):
+    """... also with the fall-back to stock off."""
+
+    options = {"fall_back_to_stock": False}
+
+
+class TestAnUpperBoundBelowTheLowerBoundIsAValueError(PlanPass):
+    """Bounds that leave no value are a ValueError naming the variable and both bounds."""
+
+    before = _with_attrs(
         TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_lower_bound={"n": 40}
     )
-    with pytest.raises(
-        ValueError, match="`n` has tir_var_upper_bound 32, below its lower bound 40"
-    ):
-        StaticPlanBlockMemory()(mod)
+    expected = ValueError
+    match = "`n` has tir_var_upper_bound 32, below its lower bound 40"
 
 
 class TestUnboundedSymbolicSizesShareStoragesOfTheirSize(PlanCase):
