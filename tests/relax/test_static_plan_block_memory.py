@@ -1,14 +1,19 @@
 """tvm-memplan's StaticPlanBlockMemory: packing at offsets, lifetimes over the whole function,
-what stays unplanned, symbolic sizes, devices, the fallback to the stock planner, bad input.
+what stays unplanned, symbolic sizes, devices, the fallback to the stock planner, bad input,
+and the records the planner keeps. One rule per case, stated in its docstring.
 
-Each case states the IR the planner receives (Relax after CallTIRRewrite) and the IR it must
-produce, checks TVM's well-formed check on it, and, where it can run, compiles both (without a
-planner for the input: every tensor its own storage) and runs them on the Relax VM twice with
-the same inputs: outputs identical, inputs untouched.
+A PlanCase states the IR the planner receives (Relax after CallTIRRewrite) and the IR it must
+produce (`expected = STOCK`: exactly what TVM's planner makes of it), checks TVM's well-formed
+check on it, and, where it can run, compiles both (without a planner for the input: every
+tensor its own storage) and runs every Relax function on the Relax VM repeatedly with the same
+inputs: outputs identical, inputs untouched. Input the pass rejects is a case whose `expected`
+is the exception and whose `match` is its message. A RecordCase checks one rule of the
+records (FunctionMemoryPlan), a PlanAtCase one of the records evaluated at shape values.
 """
 # ruff: noqa: F841  (TVMScript bindings that nothing reads are part of the cases)
 
 import contextlib
+import functools
 
 import pytest
 import tvm
@@ -147,6 +152,18 @@ class PlanCase(PlanPass):
         """Planned tensors are views of storages: a second run has nothing left to plan."""
         once = self.transform(self.before)
         tvm.ir.assert_structural_equal(self.transform(once), once)
+
+
+class RecordCase:
+    """A rule of the record (FunctionMemoryPlan) of `before`'s one Relax function, under
+    `options`: `test_record` checks it, the class docstring states it."""
+
+    before: tvm.IRModule
+    options: dict = {}
+
+    def plan(self):
+        (plan,) = memory_plan(self.before, pipeline=None, **self.options)
+        return plan
 
 
 # ---- packing --------------------------------------------------------------------------------
@@ -574,18 +591,6 @@ class TestAnOutputPlannedAtTheBoundIsChecked(PlanCase):
         vms = (relax_vm(after, planner="none"),) * 2
         with pytest.raises(Exception, match=past_bound_error("main", "n", 33, 32)):
             assert_same_relax_results(after, after, shape_vars={"n": 33}, vms=vms)
-
-
-class RecordCase:
-    """A rule of the record (FunctionMemoryPlan) of `before`'s one Relax function, under
-    `options`: `test_record` checks it, the class docstring states it."""
-
-    before: tvm.IRModule
-    options: dict = {}
-
-    def plan(self):
-        (plan,) = memory_plan(self.before, pipeline=None, **self.options)
-        return plan
 
 
 class TestSymbolicTensorSizesAreExpressions(RecordCase):
@@ -1029,100 +1034,308 @@ class TestModuleAttributesAreKept(PlanCase):
 # ---- bad input ------------------------------------------------------------------------------
 
 
-def test_a_non_module_raises_type_error():
-    with pytest.raises(TypeError):
-        StaticPlanBlockMemory()(TestLiveTensorsShareOneStorageAtOffsets.before["main"])
-    with pytest.raises(TypeError, match="memory_plan expects a tvm.IRModule, got Function"):
-        memory_plan(TestLiveTensorsShareOneStorageAtOffsets.before["main"])
+class TestAFunctionIsATypeError(PlanPass):
+    """The pass takes a module: a Relax function is a TypeError."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before["main"]
+    expected = TypeError
 
 
-@pytest.mark.parametrize("alignment", [0, 32, 100, -64])
-def test_alignment_must_be_a_multiple_of_64(alignment):
-    with pytest.raises(ValueError, match="alignment must be a positive multiple of 64"):
-        StaticPlanBlockMemory(alignment=alignment)
+class TestMemoryPlanOfAFunctionIsATypeError(CompareBeforeAfter):
+    """memory_plan takes a module: a Relax function is a TypeError saying what it got."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before["main"]
+    expected = TypeError
+    match = "memory_plan expects a tvm.IRModule, got Function"
+
+    def transform(self, before):
+        return memory_plan(before)
 
 
-def test_alignment_must_be_an_int():
-    with pytest.raises(TypeError, match="field 'alignment'"):
-        StaticPlanBlockMemory(alignment=64.0)
+class BadAlignment(PlanPass):
+    """... is a ValueError: the alignment must be a positive multiple of 64."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = ValueError
+    match = "alignment must be a positive multiple of 64"
 
 
-def test_an_unknown_option_is_a_type_error_naming_the_pass():
-    with pytest.raises(TypeError, match="StaticPlanBlockMemory\\(\\): .*'alignmnet'"):
-        StaticPlanBlockMemory(alignmnet=128)
+class TestAZeroAlignmentIsAValueError(BadAlignment):
+    """0, a multiple of 64 but not positive, ..."""
+
+    options = {"alignment": 0}
+
+
+class TestAnAlignmentBelow64IsAValueError(BadAlignment):
+    """32, a power of two below 64, ..."""
+
+    options = {"alignment": 32}
+
+
+class TestAnAlignmentThatIsNoMultipleOf64IsAValueError(BadAlignment):
+    """100 ..."""
+
+    options = {"alignment": 100}
+
+
+class TestANegativeAlignmentIsAValueError(BadAlignment):
+    """-64, a multiple of 64 but negative, ..."""
+
+    options = {"alignment": -64}
+
+
+class TestAFloatAlignmentIsATypeError(PlanPass):
+    """Options are typed: a float alignment is a TypeError naming the field."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    options = {"alignment": 64.0}
+    expected = TypeError
+    match = "field 'alignment'"
+
+
+class TestAnUnknownOptionIsATypeErrorNamingThePass(PlanPass):
+    """A misspelt option is a TypeError naming the pass and the option."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    options = {"alignmnet": 128}
+    expected = TypeError
+    match = "StaticPlanBlockMemory\\(\\): .*'alignmnet'"
 
 
 # ---- plans evaluated at shape variable values ------------------------------------------------
 
 
-def test_a_plan_at_values_takes_tensors_at_their_size_and_storages_as_allocated():
-    """At n = 10: each tensor is 40 bytes, the storage sized at the bound stays 256 bytes, the
-    returned `c` adds its 40 bytes to both totals; variables not given take their bound."""
-    (plan,) = memory_plan(TestBoundedSymbolicSizesTakeTheirUpperBound.before, pipeline=None)
-    at = memory_plan_at(plan, {"n": 10})
-    assert [t.bytes for t in at.tensors] == [40, 40, 40]
-    assert [s.bytes for s in at.storages] == [256]
-    assert at.planned_bytes == 256 + 40 and at.stock_bytes == plan.stock_bytes + 40
-    assert at.peak_live_bytes == 40 + 40 + 40 and at.symbolic_allocations == 0
-    assert dict(at.shape_values) == {"n": 10}
-    at_bound = memory_plan_at(plan)
-    assert dict(at_bound.shape_values) == {"n": 32} and at_bound.planned_bytes == 256 + 128
+class PlanAtCase(RecordCase):
+    """... of the record evaluated at `values` (memory_plan_at; None: every variable at its
+    bound)."""
+
+    values: dict | None = None
+
+    def at(self):
+        return memory_plan_at(self.plan(), self.values)
 
 
-def test_unbounded_sizes_need_values():
-    (plan,) = memory_plan(TestUnboundedSymbolicSizesShareStoragesOfTheirSize.before, pipeline=None)
-    with pytest.raises(
-        ValueError, match="no value and no tir_var_upper_bound for shape variable `n`"
-    ):
-        memory_plan_at(plan)
-    at = memory_plan_at(plan, {"n": 5})
-    assert all(s.bytes == 20 for s in at.storages) and at.planned_bytes > 0
+class PlanAtError(CompareBeforeAfter):
+    """The record of `before`'s one Relax function, evaluated at `values`."""
+
+    values: dict | None = None
+
+    def transform(self, before):
+        (plan,) = memory_plan(before, pipeline=None)
+        return memory_plan_at(plan, self.values)
 
 
-@pytest.mark.parametrize("n", [-1, 33])
-def test_values_outside_the_bounds_raise(n):
-    (plan,) = memory_plan(TestBoundedSymbolicSizesTakeTheirUpperBound.before, pipeline=None)
-    with pytest.raises(ValueError, match=f"shape variable `n` = {n} is outside its bounds"):
-        memory_plan_at(plan, {"n": n})
+class TestAtValuesEverySizeIsANumber(PlanAtCase):
+    """At n = 10 each tensor takes its size, 40 bytes, the peak is theirs (3 x 40), and no
+    allocation is left symbolic."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 10}
+
+    def test_record(self):
+        at = self.at()
+        assert [t.bytes for t in at.tensors] == [40, 40, 40]
+        assert at.peak_live_bytes == 40 + 40 + 40 and at.symbolic_allocations == 0
 
 
-def test_decoder_plan_at_the_bound_and_below():
-    """The MLC-style decoder: at the bound the plan is the bytes its storage is allocated
-    with; at a shorter sequence the same (storage sized at the bound), while the stock plan's
-    unplanned outputs shrink."""
+class TestAtValuesStoragesKeepTheSizeTheyAreAllocatedWith(PlanAtCase):
+    """At n = 10 the storage sized at the bound stays 256 bytes; the plan's total adds the
+    returned `c` at its size (40 bytes)."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 10}
+
+    def test_record(self):
+        at = self.at()
+        assert [s.bytes for s in at.storages] == [256]
+        assert at.planned_bytes == 256 + 40
+
+
+class TestAtValuesTheStockTotalAddsTheUnplannedTensorsAtTheirSize(PlanAtCase):
+    """At n = 10 the stock plan's total is its constant bytes plus the returned `c` at its size
+    (40 bytes)."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 10}
+
+    def test_record(self):
+        assert self.at().stock_bytes == self.plan().stock_bytes + 40
+
+
+class TestAPlanAtValuesRecordsThem(PlanAtCase):
+    """The values a plan was evaluated at are in its record."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 10}
+
+    def test_record(self):
+        assert dict(self.at().shape_values) == {"n": 10}
+
+
+class TestVariablesNotGivenTakeTheirBound(PlanAtCase):
+    """Without values, `n` takes its bound, 32: the storage's 256 bytes plus `c` at 128."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        at = self.at()
+        assert dict(at.shape_values) == {"n": 32} and at.planned_bytes == 256 + 128
+
+
+class TestAnUnboundedVariableWithoutAValueIsAValueError(PlanAtError):
+    """A variable with neither a value nor a bound cannot be evaluated: a ValueError naming
+    it."""
+
+    before = TestUnboundedSymbolicSizesShareStoragesOfTheirSize.before
+    expected = ValueError
+    match = "no value and no tir_var_upper_bound for shape variable `n`"
+
+
+class TestUnboundedSizesAtAValue(PlanAtCase):
+    """At n = 5 the storages sized by `n` take that size, 20 bytes each; the total adds the
+    returned `d` (20 bytes)."""
+
+    before = TestUnboundedSymbolicSizesShareStoragesOfTheirSize.before
+    values = {"n": 5}
+
+    def test_record(self):
+        at = self.at()
+        assert [s.bytes for s in at.storages] == [20, 20]
+        assert at.planned_bytes == 20 + 20 + 20
+
+
+class TestANegativeValueIsAValueError(PlanAtError):
+    """A negative `n` is outside its bounds: a ValueError naming the variable and the value."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": -1}
+    expected = ValueError
+    match = "shape variable `n` = -1 is outside its bounds"
+
+
+class TestAValuePastTheUpperBoundIsAValueError(PlanAtError):
+    """`n` = 33 is past its `tir_var_upper_bound` 32: a ValueError naming the variable and the
+    value."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 33}
+    expected = ValueError
+    match = "shape variable `n` = 33 is outside its bounds"
+
+
+@functools.cache
+def _decoder_plan():
     from models.decoder import decoder_module
 
     (plan,) = memory_plan(decoder_module(upper_bound=32))
-    assert list(plan.checked_bounds) == ["seq_len"]
-    at_bound, short = memory_plan_at(plan), memory_plan_at(plan, {"seq_len": 4})
-    assert at_bound.planned_bytes >= at_bound.peak_live_bytes > 0
-    assert short.planned_bytes <= at_bound.planned_bytes
-    assert sum(s.bytes for s in short.storages if s.bounded) == sum(
-        s.bytes for s in at_bound.storages if s.bounded
-    )
+    return plan
 
 
-def test_a_result_in_a_storage_of_its_own_counts_whole_in_the_bound():
-    """Before/after: under `relax.memory_plan_dynamic_func_output` the result `c` gets a storage
-    of its own, which can share no byte with `a` and `b`. Counted as if it could (the merged
-    peak, what the record said before), the bound is 192 B, below any plan; counted per storage
-    it is 256 B, which the plan reaches."""
-    mod = _with_attrs(BoundOnTheResultOnly, relax__memory_plan_dynamic_func_output=True)
-    (plan,) = memory_plan(mod, pipeline=None)
-    merged = peak_live_bytes([(t.bytes, t.first, t.last) for t in plan.tensors if t.planned])
-    assert merged == 192
-    assert plan.peak_live_bytes == plan.planned_bytes == 256
-    assert plan.optimality == "at_bound" and plan.optimality_gap_bytes == 0
-    own = plan.storages[next(t for t in plan.tensors if t.binding == "c").storage]
-    assert own.algorithm == "own storage" and own.bound_bytes == own.bytes == 128
+class DecoderCase(PlanAtCase):
+    """The MLC-style decoder (models/decoder.py, `seq_len` bounded by 32), through the default
+    pipeline: ..."""
+
+    def plan(self):
+        return _decoder_plan()
 
 
-def test_every_storage_says_how_close_to_its_bound_it_is():
-    """Each storage carries its bound, its optimality code, its gap and what placed it; the
-    function's code is the weakest of them."""
-    (plan,) = memory_plan(BoundOnTheResultOnly, pipeline=None)
-    for storage in plan.storages:
-        assert storage.optimality == "at_bound"
-        assert storage.optimality_gap_bytes == storage.bytes - storage.bound_bytes == 0
-        assert storage.algorithm
-    assert plan.optimality == "at_bound"
+class TestTheDecodersSequenceLengthIsChecked(DecoderCase):
+    """... its planned tensors are sized at the bound of `seq_len`, which is checked."""
+
+    def test_record(self):
+        assert list(self.plan().checked_bounds) == ["seq_len"]
+
+
+class TestTheDecoderAtItsBoundTakesNoLessThanItsPeak(DecoderCase):
+    """... at the bound, its plan takes the bytes its storages are allocated with, no less than
+    the peak of live bytes, which is not zero."""
+
+    def test_record(self):
+        at_bound = self.at()
+        assert at_bound.planned_bytes >= at_bound.peak_live_bytes > 0
+
+
+class TestTheDecoderAtAShorterSequenceKeepsItsBoundedStorages(DecoderCase):
+    """... at a shorter sequence (4), the storages sized at the bound keep their bytes."""
+
+    values = {"seq_len": 4}
+
+    def test_record(self):
+        short, at_bound = self.at(), memory_plan_at(self.plan())
+        assert sum(s.bytes for s in short.storages if s.bounded) == sum(
+            s.bytes for s in at_bound.storages if s.bounded
+        )
+
+
+class TestTheDecoderAtAShorterSequenceTakesNoMore(DecoderCase):
+    """... at a shorter sequence (4), the plan takes no more bytes than at the bound."""
+
+    values = {"seq_len": 4}
+
+    def test_record(self):
+        assert self.at().planned_bytes <= memory_plan_at(self.plan()).planned_bytes
+
+
+# ---- the bound on a plan ----------------------------------------------------------------------
+
+
+class TestAResultInAStorageOfItsOwnCountsWholeInTheBound(RecordCase):
+    """Under `relax.memory_plan_dynamic_func_output` the result `c` gets a storage of its own,
+    which can share no byte with `a` and `b`. Counted as if it could (the merged peak, what the
+    record said before), the bound would be 192 B, below any plan; counted per storage it is
+    256 B."""
+
+    before = TestAnOutputPlannedAtTheBoundIsChecked.before
+
+    def test_record(self):
+        plan = self.plan()
+        merged = peak_live_bytes([(t.bytes, t.first, t.last) for t in plan.tensors if t.planned])
+        assert merged == 192
+        assert plan.peak_live_bytes == 256
+
+
+class TestAResultInAStorageOfItsOwnIsPlannedAtTheBound(RecordCase):
+    """The plan of that function reaches the per-storage bound: 256 B, `at_bound`, no gap."""
+
+    before = TestAnOutputPlannedAtTheBoundIsChecked.before
+
+    def test_record(self):
+        plan = self.plan()
+        assert plan.planned_bytes == plan.peak_live_bytes == 256
+        assert plan.optimality == "at_bound" and plan.optimality_gap_bytes == 0
+
+
+class TestAResultsOwnStorageSaysSo(RecordCase):
+    """The result's storage names what placed it ("own storage"), and its bound is its 128
+    bytes."""
+
+    before = TestAnOutputPlannedAtTheBoundIsChecked.before
+
+    def test_record(self):
+        plan = self.plan()
+        own = plan.storages[next(t for t in plan.tensors if t.binding == "c").storage]
+        assert own.algorithm == "own storage" and own.bound_bytes == own.bytes == 128
+
+
+class TestEveryStorageSaysHowCloseToItsBoundItIs(RecordCase):
+    """Each storage carries its bound, its optimality code, its gap and what placed it."""
+
+    before = BoundOnTheResultOnly
+
+    def test_record(self):
+        storages = self.plan().storages
+        assert len(storages) == 1
+        for storage in storages:
+            assert storage.optimality == "at_bound"
+            assert storage.optimality_gap_bytes == storage.bytes - storage.bound_bytes == 0
+            assert storage.algorithm
+
+
+class TestAFunctionWhoseStoragesAreAtTheirBoundIsAtItsBound(RecordCase):
+    """A function's optimality code is the weakest of its storages': all `at_bound`, so is
+    the function."""
+
+    before = BoundOnTheResultOnly
+
+    def test_record(self):
+        assert self.plan().optimality == "at_bound"
