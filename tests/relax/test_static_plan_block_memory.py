@@ -1024,8 +1024,9 @@ class TestEveryRelaxFunctionOfAModuleIsPlanned(PlanCase):
         assert [(p.function, len(p.storages)) for p in plans] == [("first", 1), ("second", 1)]
 
 
-class TestModuleAttributesAreKept(PlanCase):
-    """The planned module keeps the attributes of the module it was given."""
+class TestModuleAttributesAreKept(PlanPass):
+    """The planned module keeps the attributes of the module it was given (its IR is that of
+    TestLiveTensorsShareOneStorageAtOffsets, whose results are checked there)."""
 
     before = TestLiveTensorsShareOneStorageAtOffsets.before.with_attr("note", "kept")
     expected = TestLiveTensorsShareOneStorageAtOffsets.expected.with_attr("note", "kept")
