@@ -6,9 +6,11 @@ A PlanCase states the IR the planner receives (Relax after CallTIRRewrite) and t
 produce (`expected = STOCK`: exactly what TVM's planner makes of it), checks TVM's well-formed
 check on it, and, where it can run, compiles both (without a planner for the input: every
 tensor its own storage) and runs every Relax function on the Relax VM repeatedly with the same
-inputs: outputs identical, inputs untouched. Input the pass rejects is a case whose `expected`
-is the exception and whose `match` is its message. A RecordCase checks one rule of the
-records (FunctionMemoryPlan), a PlanAtCase one of the records evaluated at shape values.
+inputs: outputs identical, inputs untouched. A PlanPass checks the IR only: where it is TVM's
+planner's, nothing is planned, or another case runs the same IR. Input the pass rejects is a
+PlanPass whose `expected` is the exception and whose `match` is its message. A RecordCase
+checks one rule of the records (FunctionMemoryPlan), a PlanAtCase one of the records evaluated
+at shape values.
 """
 # ruff: noqa: F841  (TVMScript bindings that nothing reads are part of the cases)
 
@@ -876,7 +878,7 @@ class TestAnLlvmTargetIsPlannedAtOffsets(PlanPass):
         assert plan.planner == "memplan"
 
 
-class TestAnOpenCLTargetIsPlannedByTheStockPlanner(PlanCase):
+class TestAnOpenCLTargetIsPlannedByTheStockPlanner(PlanPass):
     """Without vdevices, device 0 is the target's device: under an OpenCL target the function
     comes out exactly as TVM's planner makes it."""
 
@@ -888,7 +890,7 @@ class TestAnOpenCLTargetIsPlannedByTheStockPlanner(PlanCase):
 # ---- the stock planner when it is better; options ---------------------------------------------
 
 
-class TestFallsBackToTheStockPlanWhenItIsSmaller(PlanCase):
+class TestFallsBackToTheStockPlanWhenItIsSmaller(PlanPass):
     """With 4096-byte alignment the second tensor would start at 4096: the stock planner's two
     64-byte storages are smaller, so the function comes out exactly as TVM's planner makes it."""
 
@@ -932,7 +934,7 @@ class TestFallBackToStockCanBeTurnedOff(PlanCase):
         assert (plan.planner, plan.decision) == ("memplan", "fall_back_off")
 
 
-class TestKeepsAModuleWithNothingToPlan(PlanCase):
+class TestKeepsAModuleWithNothingToPlan(PlanPass):
     """A function that allocates nothing: the module comes back as it is."""
 
     @I.ir_module
