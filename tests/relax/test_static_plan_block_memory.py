@@ -1,12 +1,21 @@
 """tvm-memplan's StaticPlanBlockMemory: packing at offsets, lifetimes over the whole function,
-what stays unplanned, symbolic sizes, devices, the fallback to the stock planner, bad input.
+what stays unplanned, symbolic sizes, devices, the fallback to the stock planner, bad input,
+and the records the planner keeps. One rule per case, stated in its docstring.
 
-Each case states the IR the planner receives (Relax after CallTIRRewrite) and the IR it must
-produce, checks TVM's well-formed check on it, and, where it can run, compiles both (without a
-planner for the input: every tensor its own storage) and runs them on the Relax VM twice with
-the same inputs: outputs identical, inputs untouched.
+A PlanCase states the IR the planner receives (Relax after CallTIRRewrite) and the IR it must
+produce (`expected = STOCK`: exactly what TVM's planner makes of it), checks TVM's well-formed
+check on it, and, where it can run, compiles both (without a planner for the input: every
+tensor its own storage) and runs every Relax function on the Relax VM repeatedly with the same
+inputs: outputs identical, inputs untouched. A PlanPass checks the IR only: where it is TVM's
+planner's, nothing is planned, or another case runs the same IR. Input the pass rejects is a
+PlanPass whose `expected` is the exception and whose `match` is its message. A RecordCase
+checks one rule of the records (FunctionMemoryPlan), a PlanAtCase one of the records evaluated
+at shape values.
 """
 # ruff: noqa: F841  (TVMScript bindings that nothing reads are part of the cases)
+
+import contextlib
+import functools
 
 import pytest
 import tvm
@@ -59,37 +68,104 @@ class Kernels:
         for i in range(n):
             B[i] = T.exp(A[i])
 
+    @T.prim_func(private=True)
+    def fill(a: T.handle, b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (16,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in range(n):
+            B[i] = A[i % 16]
 
-EXP, ADD, ADD2, EXP_N = (Kernels.get_global_var(n) for n in ("exp", "add", "add2", "exp_n"))
+
+EXP, ADD, ADD2, EXP_N, FILL = (
+    Kernels.get_global_var(n) for n in ("exp", "add", "add2", "exp_n", "fill")
+)
 
 
-class PlanCase(CompareBeforeAfter):
-    """`before` -> `expected` under the pass (with `options`), and identical results."""
+#: `expected = STOCK`: the pass must give exactly what TVM's planner makes of `before`.
+STOCK = "stock"
+
+
+def _skipped(check, reason: str):
+    """`check` marked skipped with `reason`: a function of its own per case, since a mark applied
+    to the shared one would mark every case."""
+
+    def test(self):
+        check(self)
+
+    test.__name__ = check.__name__
+    return pytest.mark.skip(reason=reason)(test)
+
+
+class PlanPass(CompareBeforeAfter):
+    """`before` -> `expected` under the pass with `options` (under `target`, where one is set).
+    `expected` may also be STOCK, an exception class (with `match`), or None (unchanged)."""
 
     options: dict = {}
+    #: The target the pass runs under (None: no current target).
+    target: str | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if isinstance(cls.__dict__.get("expected"), str):  # STOCK, made without a target
+            cls.expected = relax.transform.StaticPlanBlockMemory()(cls.before)
+
+    def transform(self, before):
+        with tvm.target.Target(self.target) if self.target else contextlib.nullcontext():
+            after = StaticPlanBlockMemory(**self.options)(before)
+        relax.analysis.well_formed(after)
+        return after
+
+    def plans(self) -> list:
+        """The records of `before`'s Relax functions under `options`, in name order
+        (memory_plan runs under Target("llvm"))."""
+        return memory_plan(self.before, pipeline=None, **self.options)
+
+
+class PlanCase(PlanPass):
+    """... and identical results of every Relax function, and a second run changes nothing."""
+
     #: Input seeds to run (a boolean parameter takes both values over a few seeds).
     seeds: tuple = (0,)
     #: Values of the symbolic shape variables to run with, one dict per run.
     shape_vars: tuple = ({},)
+    #: Why the case cannot run on this machine's CPU (its IR is checked, not its results); the
+    #: results check then shows as skipped with it.
+    not_run: str | None = None
 
-    def transform(self, before):
-        after = StaticPlanBlockMemory(**self.options)(before)
-        relax.analysis.well_formed(after)
-        return after
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("not_run"):
+            cls.test_results = _skipped(PlanCase.test_results, cls.not_run)
 
     def test_results(self):
         after = self.transform(self.before)
         vms = (relax_vm(self.before, planner="none"), relax_vm(after, planner="none"))
-        for seed in self.seeds:
-            for shape_vars in self.shape_vars:
-                assert_same_relax_results(
-                    self.before, after, seed=seed, shape_vars=shape_vars, vms=vms
-                )
+        functions = self.before.functions.items()
+        names = sorted(gv.name_hint for gv, f in functions if isinstance(f, relax.Function))
+        for name in names:
+            for seed in self.seeds:
+                for shape_vars in self.shape_vars:
+                    assert_same_relax_results(
+                        self.before, after, name, seed=seed, shape_vars=shape_vars, vms=vms
+                    )
 
     def test_idempotent(self):
         """Planned tensors are views of storages: a second run has nothing left to plan."""
         once = self.transform(self.before)
         tvm.ir.assert_structural_equal(self.transform(once), once)
+
+
+class RecordCase:
+    """A rule of the record (FunctionMemoryPlan) of `before`'s one Relax function, under
+    `options`: `test_record` checks it, the class docstring states it."""
+
+    before: tvm.IRModule
+    options: dict = {}
+
+    def plan(self):
+        (plan,) = memory_plan(self.before, pipeline=None, **self.options)
+        return plan
 
 
 # ---- packing --------------------------------------------------------------------------------
@@ -132,7 +208,7 @@ class TestTensorMadeInABranchIsReadAfterIt(PlanCase):
     """apache/tvm#20191, minimized: `a` lives and dies inside the then branch, `b` is made there
     and read after the `if`. The storage is allocated before the `if`, so `d` may reuse the
     bytes of `a` after it (TVM's planner allocates the storage inside the branch and uses it
-    after the `if`: see test_the_stock_plan_of_this_shape_is_not_well_formed)."""
+    after the `if`: see test_the_stock_plan_is_not_well_formed)."""
 
     @R.function
     def _before(x: R.Tensor((16,), "float32"), c: R.Tensor((), "bool")) -> R.Tensor(
@@ -178,13 +254,12 @@ class TestTensorMadeInABranchIsReadAfterIt(PlanCase):
     expected = relax_module(Kernels, main=_expected)
     seeds = (0, 1, 2, 3)  # both values of `c`
 
-
-def test_the_stock_plan_of_this_shape_is_not_well_formed():
-    """The case above is the shape of apache/tvm#20191: TVM's planner uses, after the `if`, a
-    storage variable bound inside the then branch (the VM then reads a register that was never
-    written). If this starts to pass, TVM has fixed the bug."""
-    stock = relax.transform.StaticPlanBlockMemory()(TestTensorMadeInABranchIsReadAfterIt.before)
-    assert not relax.analysis.check_well_formed(stock)
+    def test_the_stock_plan_is_not_well_formed(self):
+        """This is the shape of apache/tvm#20191: TVM's planner uses, after the `if`, a storage
+        variable bound inside the then branch (the VM then reads a register that was never
+        written). If this starts to pass, TVM has fixed the bug."""
+        stock = relax.transform.StaticPlanBlockMemory()(self.before)
+        assert not relax.analysis.check_well_formed(stock)
 
 
 class TestViewKeepsItsSourceLive(PlanCase):
@@ -396,106 +471,238 @@ class TestLowerAndUpperBoundsAreCheckedTogether(PlanCase):
     expected = relax_module(Kernels, main=_expected)
     shape_vars = ({"n": 4}, {"n": 32})
 
-
-def test_calls_outside_the_bounds_raise():
-    after = StaticPlanBlockMemory()(TestLowerAndUpperBoundsAreCheckedTogether.before)
-    vms = (relax_vm(after, planner="none"),) * 2
-    for n, bound in ((3, 4), (33, 32)):
+    def _call_raises(self, n: int, bound: int):
+        after = self.transform(self.before)
+        vms = (relax_vm(after, planner="none"),) * 2
         error = rf"\({n} vs\. {bound}\) : main: shape variable n is outside \[4, 32\]"
         with pytest.raises(Exception, match=error):
             assert_same_relax_results(after, after, shape_vars={"n": n}, vms=vms)
 
+    def test_a_call_below_the_lower_bound_raises(self):
+        """n = 3 stops at the entry check, which names the range."""
+        self._call_raises(3, 4)
 
-@I.ir_module
-class BoundOnTheResultOnly:
-    """`n` sizes only the returned `c`, which no planner shares; `a` and `b` are static."""
+    def test_a_call_above_the_upper_bound_raises(self):
+        """n = 33 stops at the entry check, which names the range."""
+        self._call_raises(33, 32)
 
-    @T.prim_func(private=True)
-    def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-        for i in range(16):
-            B[i] = T.exp(A[i])
 
-    @T.prim_func(private=True)
-    def fill(a: T.handle, b: T.handle):
-        n = T.int64()
-        A = T.match_buffer(a, (16,), "float32")
-        B = T.match_buffer(b, (n,), "float32")
-        for i in range(n):
-            B[i] = A[i % 16]
+@R.function
+def _bound_on_the_result_only(
+    x: R.Tensor((16,), "float32"), y: R.Tensor(("n",), "float32")
+) -> R.Tensor(("n",), "float32"):
+    n = T.int64()
+    R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+    a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+    EXP(x, a)
+    b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+    EXP(a, b)
+    c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+    FILL(b, c)
+    return c
+
+
+#: `n` sizes only the returned `c`, which no planner shares; `a` and `b` are static.
+BoundOnTheResultOnly = relax_module(Kernels, main=_bound_on_the_result_only)
+
+
+class TestABoundNoPlannedTensorTakesIsNotChecked(PlanCase):
+    """Only bounds that size planned tensors are checked: past them nothing would overlap, so
+    the function runs past its bound (n = 40)."""
+
+    before = BoundOnTheResultOnly
 
     @R.function
-    def main(x: R.Tensor((16,), "float32"), y: R.Tensor(("n",), "float32")):
+    def _expected(x: R.Tensor((16,), "float32"), y: R.Tensor(("n",), "float32")) -> R.Tensor(
+        ("n",), "float32"
+    ):
         n = T.int64()
         R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
-        cls = BoundOnTheResultOnly
-        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-        cls.exp(x, a)
-        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-        cls.exp(a, b)
+        storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(x, a)
+        b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP(a, b)
         c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
-        cls.fill(b, c)
+        FILL(b, c)
         return c
 
+    expected = relax_module(Kernels, main=_expected)
+    shape_vars = ({"n": 1}, {"n": 40})
 
-def test_a_bound_no_planned_tensor_takes_is_not_checked():
-    """Only bounds that size planned tensors are checked: past them nothing would overlap."""
-    (plan,) = memory_plan(BoundOnTheResultOnly, pipeline=None)
-    assert list(plan.checked_bounds) == [] and dict(plan.upper_bounds) == {"n": 32}
-    after = StaticPlanBlockMemory()(BoundOnTheResultOnly)
-    assert "vm.builtin.match_shape" not in after.script()
-    assert_same_relax_results(BoundOnTheResultOnly, after, shape_vars={"n": 40})
-
-
-def test_outputs_planned_at_the_bound_are_checked_too():
-    """`relax.memory_plan_dynamic_func_output` sizes the returned tensor at the bound as well:
-    its bound is checked, and within it the results hold."""
-    mod = _with_attrs(BoundOnTheResultOnly, relax__memory_plan_dynamic_func_output=True)
-    (plan,) = memory_plan(mod, pipeline=None)
-    assert list(plan.checked_bounds) == ["n"]
-    returned = next(t for t in plan.tensors if t.binding == "c")
-    assert returned.planned and plan.storages[returned.storage].bounded
-    after = StaticPlanBlockMemory()(mod)
-    assert_same_relax_results(mod, after, shape_vars={"n": 32})
-    vms = (relax_vm(after, planner="none"),) * 2
-    with pytest.raises(Exception, match=past_bound_error("main", "n", 33, 32)):
-        assert_same_relax_results(after, after, shape_vars={"n": 33}, vms=vms)
+    def test_record(self):
+        """The record keeps the bound and checks none."""
+        (plan,) = self.plans()
+        assert list(plan.checked_bounds) == [] and dict(plan.upper_bounds) == {"n": 32}
 
 
-def test_symbolic_sizes_are_expressions_in_the_records():
-    """Sizes are expressions of the shape variables: tensors at their exact size, storages
-    sized at the bound marked `bounded`, and each plan's total with the unplanned `c` still
-    symbolic."""
-    (plan,) = memory_plan(TestBoundedSymbolicSizesTakeTheirUpperBound.before, pipeline=None)
-    n = plan.tensors[0].shape[0]
-    sizes = {t.binding: t.size for t in plan.tensors}
-    for size in sizes.values():
-        tvm.ir.assert_structural_equal(size, n * 4)
-    (storage,) = plan.storages
-    assert storage.bytes == 256 and int(storage.size) == 256 and storage.bounded
-    tvm.ir.assert_structural_equal(plan.planned_size, n * 4 + 256)
-    assert plan.planned_bytes == 256 and plan.symbolic_allocations == 1
-    assert dict(plan.upper_bounds) == {"n": 32} and dict(plan.lower_bounds) == {}
+class TestAnOutputPlannedAtTheBoundIsChecked(PlanCase):
+    """`relax.memory_plan_dynamic_func_output` sizes the returned `c` at the bound as well, in a
+    storage of its own: its bound is checked on entry, and within it the results hold. The
+    attribute is consumed (TVM's planner drops it too)."""
+
+    before = _with_attrs(BoundOnTheResultOnly, relax__memory_plan_dynamic_func_output=True)
+
+    @R.function
+    def _expected(x: R.Tensor((16,), "float32"), y: R.Tensor(("n",), "float32")) -> R.Tensor(
+        ("n",), "float32"
+    ):
+        n = T.int64()
+        R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+        none = R.null_value()
+        n_in_bound = R.call_packed(
+            "vm.builtin.match_shape",
+            R.shape([T.max(n, 32)]),
+            none,
+            1,
+            0,
+            32,
+            R.str(
+                "main: shape variable n exceeds its tir_var_upper_bound 32 (its value, then the "
+                "bound, in parentheses above): the function's memory is planned for sizes within "
+                "the bounds;"
+            ),
+            ty_args=(R.Tuple,),
+        )
+        storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        storage_c = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(x, a)
+        b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP(a, b)
+        c = R.memory.alloc_tensor(storage_c, 0, R.shape([n]), R.dtype("float32"), 0)
+        FILL(b, c)
+        return c
+
+    expected = relax_module(Kernels, main=_expected)
+    shape_vars = ({"n": 1}, {"n": 32})
+
+    def test_record(self):
+        """The record says the same: `n` checked, the returned `c` planned in a storage sized
+        at the bound."""
+        (plan,) = self.plans()
+        assert list(plan.checked_bounds) == ["n"]
+        returned = next(t for t in plan.tensors if t.binding == "c")
+        assert returned.planned and plan.storages[returned.storage].bounded
+
+    def test_a_call_past_the_bound_raises(self):
+        """n = 33 stops at the entry check, with the planner's message."""
+        after = self.transform(self.before)
+        vms = (relax_vm(after, planner="none"),) * 2
+        with pytest.raises(Exception, match=past_bound_error("main", "n", 33, 32)):
+            assert_same_relax_results(after, after, shape_vars={"n": 33}, vms=vms)
 
 
-@pytest.mark.parametrize("bound", ["32", 2.5, [32]])
-def test_a_bound_that_is_not_an_integer_raises(bound):
-    """A TypeError, as TVM's planner raises (a drop-in must not ignore it)."""
-    mod = _with_attrs(
-        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": bound}
+class TestSymbolicTensorSizesAreExpressions(RecordCase):
+    """A tensor's size is an expression of the shape variables: `n * 4` bytes for `n`
+    floats."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        plan = self.plan()
+        n = plan.tensors[0].shape[0]
+        sizes = {t.binding: t.size for t in plan.tensors}
+        assert len(sizes) == 3
+        for size in sizes.values():
+            tvm.ir.assert_structural_equal(size, n * 4)
+
+
+class TestAStorageSizedAtTheBoundIsMarkedBounded(RecordCase):
+    """The one storage, sized at `n`'s bound (two tensors of 32 floats), is 256 bytes, as a
+    constant size too, and marked `bounded`."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        (storage,) = self.plan().storages
+        assert storage.bytes == 256 and int(storage.size) == 256 and storage.bounded
+
+
+class TestThePlannedTotalKeepsUnplannedSizesSymbolic(RecordCase):
+    """The plan's total adds the unplanned `c` at its symbolic size (`n * 4` + the storage's
+    256); its bytes count only what is constant, and the symbolic allocation is counted."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        plan = self.plan()
+        n = plan.tensors[0].shape[0]
+        tvm.ir.assert_structural_equal(plan.planned_size, n * 4 + 256)
+        assert plan.planned_bytes == 256 and plan.symbolic_allocations == 1
+
+
+class TestTheRecordCarriesTheBounds(RecordCase):
+    """The function's `tir_var_upper_bound` and (absent) `tir_var_lower_bound` are in the
+    record."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        plan = self.plan()
+        assert dict(plan.upper_bounds) == {"n": 32} and dict(plan.lower_bounds) == {}
+
+
+class NotAnIntegerBound(PlanPass):
+    """... is a TypeError naming the function and the variable, as TVM's planner raises (a
+    drop-in must not ignore it), with the fall-back to stock on or off."""
+
+    expected = TypeError
+    match = 'function `main`: tir_var_upper_bound\\["n"\\] must '
+
+
+class TestAStringBoundIsATypeError(NotAnIntegerBound):
+    """A bound given as a string ..."""
+
+    before = _with_attrs(
+        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": "32"}
     )
-    for options in ({}, {"fall_back_to_stock": False}):
-        with pytest.raises(TypeError, match='function `main`: tir_var_upper_bound\\["n"\\] must '):
-            StaticPlanBlockMemory(**options)(mod)
 
 
-def test_an_upper_bound_below_the_lower_bound_raises():
-    mod = _with_attrs(
+class TestAStringBoundWithoutFallBackIsATypeError(TestAStringBoundIsATypeError):
+    """... also with the fall-back to stock off."""
+
+    options = {"fall_back_to_stock": False}
+
+
+class TestAFloatBoundIsATypeError(NotAnIntegerBound):
+    """A bound given as a float ..."""
+
+    before = _with_attrs(
+        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": 2.5}
+    )
+
+
+class TestAFloatBoundWithoutFallBackIsATypeError(TestAFloatBoundIsATypeError):
+    """... also with the fall-back to stock off."""
+
+    options = {"fall_back_to_stock": False}
+
+
+class TestAListBoundIsATypeError(NotAnIntegerBound):
+    """A bound given as a list ..."""
+
+    before = _with_attrs(
+        TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_upper_bound={"n": [32]}
+    )
+
+
+class TestAListBoundWithoutFallBackIsATypeError(TestAListBoundIsATypeError):
+    """... also with the fall-back to stock off."""
+
+    options = {"fall_back_to_stock": False}
+
+
+class TestAnUpperBoundBelowTheLowerBoundIsAValueError(PlanPass):
+    """Bounds that leave no value are a ValueError naming the variable and both bounds."""
+
+    before = _with_attrs(
         TestBoundedSymbolicSizesTakeTheirUpperBound.before, tir_var_lower_bound={"n": 40}
     )
-    with pytest.raises(
-        ValueError, match="`n` has tir_var_upper_bound 32, below its lower bound 40"
-    ):
-        StaticPlanBlockMemory()(mod)
+    expected = ValueError
+    match = "`n` has tir_var_upper_bound 32, below its lower bound 40"
 
 
 class TestUnboundedSymbolicSizesShareStoragesOfTheirSize(PlanCase):
@@ -539,6 +746,9 @@ class TestUnboundedSymbolicSizesShareStoragesOfTheirSize(PlanCase):
 
 # ---- devices and scopes -----------------------------------------------------------------------
 
+#: The virtual devices of the modules below: device 0 llvm, 1 opencl, 2 cuda.
+_VDEVICES = {"vdevice": [I.vdevice("llvm"), I.vdevice("opencl"), I.vdevice("cuda")]}
+
 
 def _two_tensors_on(device_index: int, scope: str = "global") -> tvm.IRModule:
     """`a` and `b` live together on virtual device `device_index` (vdevices: llvm, opencl,
@@ -546,9 +756,7 @@ def _two_tensors_on(device_index: int, scope: str = "global") -> tvm.IRModule:
 
     @I.ir_module
     class Module:
-        I.module_global_infos(
-            {"vdevice": [I.vdevice("llvm"), I.vdevice("opencl"), I.vdevice("cuda")]}
-        )
+        I.module_global_infos(_VDEVICES)
 
         @T.prim_func(private=True)
         def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
@@ -574,266 +782,563 @@ def _two_tensors_on(device_index: int, scope: str = "global") -> tvm.IRModule:
     return Module
 
 
-@pytest.mark.parametrize(
-    "device_index, scope, why",
-    [
-        (1, "global", "device 1 (opencl, from the module's vdevices)"),
-        (0, "global.texture", 'storage scope "global.texture"'),
-    ],
-)
-def test_devices_and_scopes_without_free_offsets_are_planned_by_the_stock_planner(
-    device_index, scope, why
-):
-    """OpenCL would copy in ensure_zero_offset, and a texture scope has no byte offsets: such a
-    function comes out exactly as TVM's planner makes it, and the plan says why."""
-    mod = _two_tensors_on(device_index, scope)
-    after = StaticPlanBlockMemory()(mod)
-    tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
-    (plan,) = memory_plan(mod, pipeline=None)
-    assert (plan.planner, plan.decision) == ("stock", "no_offsets")
-    assert plan.reason.startswith(why)
+class StockPlannedForWantOfOffsets(PlanCase):
+    """... the function comes out exactly as TVM's planner makes it, and its record says so:
+    the stock planner (`no_offsets`), for the reason `why`."""
+
+    why = ""
+
+    def test_record(self):
+        (plan,) = self.plans()
+        assert (plan.planner, plan.decision) == ("stock", "no_offsets")
+        assert plan.reason.startswith(self.why)
 
 
-def test_cuda_takes_tensors_at_offsets():
-    """CUDA moves the pointer in ensure_zero_offset: tensors on a CUDA vdevice are packed (IR
-    only: this machine has no GPU)."""
-    (plan,) = memory_plan(_two_tensors_on(2), pipeline=None)
-    assert plan.planner == "memplan"
-    assert [(s.device, s.bytes) for s in plan.storages] == [(2, 128)]
-    offsets = {t.binding: t.offset for t in plan.tensors if t.planned}
-    assert offsets == {"a": 0, "b": 64}
+class TestAnOpenCLDeviceIsPlannedByTheStockPlanner(StockPlannedForWantOfOffsets):
+    """OpenCL would copy a tensor at an offset in ensure_zero_offset: tensors on an OpenCL
+    vdevice are planned by the stock planner."""
+
+    before = _two_tensors_on(1)
+    expected = STOCK
+    why = "device 1 (opencl, from the module's vdevices)"
+    not_run = "an OpenCL vdevice: the cases run on the CPU"
 
 
-def test_without_a_target_the_cpu_is_assumed():
-    """No vdevices and no current target: device 0 is the VM's default, the CPU."""
-    mod = TestLiveTensorsShareOneStorageAtOffsets.before
-    (plan,) = memory_plan(mod, pipeline=None)  # memory_plan runs under Target("llvm")
-    after = StaticPlanBlockMemory()(mod)  # no target here
-    tvm.ir.assert_structural_equal(after, TestLiveTensorsShareOneStorageAtOffsets.expected)
-    assert plan.planner == "memplan"
+class TestATextureScopeIsPlannedByTheStockPlanner(StockPlannedForWantOfOffsets):
+    """A texture scope has no byte offsets: tensors in "global.texture" are planned by the stock
+    planner."""
+
+    before = _two_tensors_on(0, "global.texture")
+    expected = STOCK
+    why = 'storage scope "global.texture"'
+    not_run = 'the CPU runtime allocates no "global.texture" storage'
 
 
-def test_an_opencl_target_is_planned_by_the_stock_planner():
-    """Device 0 is the target's device when the module has no vdevices."""
-    mod = TestLiveTensorsShareOneStorageAtOffsets.before
-    with tvm.target.Target("opencl"):
-        after = StaticPlanBlockMemory()(mod)
-    tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
+class TestCudaTakesTensorsAtOffsets(PlanCase):
+    """CUDA moves the pointer in ensure_zero_offset: tensors on a CUDA vdevice are packed into
+    one storage on that device."""
+
+    before = _two_tensors_on(2)
+
+    @I.ir_module
+    class expected:
+        I.module_global_infos(_VDEVICES)
+
+        @T.prim_func(private=True)
+        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                B[i] = T.exp(A[i])
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            R.func_attr({"relax.force_pure": True})
+            cls = expected
+            storage = R.memory.alloc_storage(R.shape([128]), 2, R.str("global"), R.dtype("uint8"))
+            a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 2)
+            cls.exp(x, a)
+            b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 2)
+            b = R.memory.ensure_zero_offset(b_at)
+            cls.exp(a, b)
+            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+            cls.exp(b, c)
+            return c
+
+    not_run = "a CUDA vdevice: the cases run on the CPU"
+
+    def test_record(self):
+        """The record says the same: our planner, one 128-byte storage on device 2, `a` at 0
+        and `b` at 64."""
+        (plan,) = self.plans()
+        assert plan.planner == "memplan"
+        assert [(s.device, s.bytes) for s in plan.storages] == [(2, 128)]
+        offsets = {t.binding: t.offset for t in plan.tensors if t.planned}
+        assert offsets == {"a": 0, "b": 64}
+
+
+class TestWithoutATargetDeviceZeroIsTheCpu(PlanPass):
+    """No vdevices and no current target: device 0 is the VM's default, the CPU, which takes
+    tensors at offsets (the IR of TestLiveTensorsShareOneStorageAtOffsets; its results are
+    checked there)."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = TestLiveTensorsShareOneStorageAtOffsets.expected
+
+
+class TestAnLlvmTargetIsPlannedAtOffsets(PlanPass):
+    """Without vdevices, device 0 is the target's device: the CPU of an llvm target takes
+    tensors at offsets."""
+
+    target = "llvm"
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = TestLiveTensorsShareOneStorageAtOffsets.expected
+
+    def test_record(self):
+        """The record names our planner."""
+        (plan,) = self.plans()
+        assert plan.planner == "memplan"
+
+
+class TestAnOpenCLTargetIsPlannedByTheStockPlanner(PlanPass):
+    """Without vdevices, device 0 is the target's device: under an OpenCL target the function
+    comes out exactly as TVM's planner makes it."""
+
+    target = "opencl"
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = STOCK
 
 
 # ---- the stock planner when it is better; options ---------------------------------------------
 
 
-def test_falls_back_to_the_stock_plan_when_it_is_smaller():
+class TestFallsBackToTheStockPlanWhenItIsSmaller(PlanPass):
     """With 4096-byte alignment the second tensor would start at 4096: the stock planner's two
-    64-byte storages are smaller, so the function is planned by it."""
-    mod = TestLiveTensorsShareOneStorageAtOffsets.before
-    after = StaticPlanBlockMemory(alignment=4096)(mod)
-    tvm.ir.assert_structural_equal(after, relax.transform.StaticPlanBlockMemory()(mod))
-    (plan,) = memory_plan(mod, pipeline=None, alignment=4096)
-    assert (plan.planner, plan.planned_bytes, plan.stock_bytes) == ("stock", 4160 + 64, 192)
-    assert plan.decision == "stock_smaller"
+    64-byte storages are smaller, so the function comes out exactly as TVM's planner makes it."""
+
+    options = {"alignment": 4096}
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = STOCK
+
+    def test_record(self):
+        """The record says why: the stock plan (192 bytes with the returned `c`) against ours
+        (4160 + 64)."""
+        (plan,) = self.plans()
+        assert (plan.planner, plan.planned_bytes, plan.stock_bytes) == ("stock", 4160 + 64, 192)
+        assert plan.decision == "stock_smaller"
 
 
-def test_fall_back_to_stock_can_be_turned_off():
-    mod = TestLiveTensorsShareOneStorageAtOffsets.before
-    (plan,) = memory_plan(mod, pipeline=None, alignment=4096, fall_back_to_stock=False)
-    assert (plan.planner, plan.decision) == ("memplan", "fall_back_off")
-    after = StaticPlanBlockMemory(alignment=4096, fall_back_to_stock=False)(mod)
-    relax.analysis.well_formed(after)
-    assert "R.memory.alloc_storage(R.shape([4160])" in after.script()
-    assert_same_relax_results(
-        mod, after, vms=(relax_vm(mod, planner="none"), relax_vm(after, planner="none"))
-    )
+class TestFallBackToStockCanBeTurnedOff(PlanCase):
+    """`fall_back_to_stock=False` keeps our plan, although the stock one is smaller: `b` at
+    4096."""
+
+    options = {"alignment": 4096, "fall_back_to_stock": False}
+
+    @R.function
+    def _expected(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([4160]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(x, a)
+        b_at = R.memory.alloc_tensor(storage, 4096, R.shape([16]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP(a, b)
+        c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        ADD(a, b, c)
+        return c
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = relax_module(Kernels, main=_expected)
+
+    def test_record(self):
+        """The record names our planner and the option that kept it."""
+        (plan,) = self.plans()
+        assert (plan.planner, plan.decision) == ("memplan", "fall_back_off")
 
 
-def test_a_module_with_nothing_to_plan_comes_back_unchanged():
+class TestKeepsAModuleWithNothingToPlan(PlanPass):
+    """A function that allocates nothing: the module comes back as it is."""
+
     @I.ir_module
-    class Module:
+    class before:
         @R.function
         def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
             return x
 
-    assert StaticPlanBlockMemory()(Module).same_as(Module)
-    (plan,) = memory_plan(Module, pipeline=None)
-    assert (len(plan.tensors), plan.planned_bytes, plan.peak_live_bytes) == (0, 0, 0)
+    def test_the_module_itself_comes_back(self):
+        """Not a copy: the very object (nothing was rebuilt)."""
+        assert self.transform(self.before).same_as(self.before)
+
+    def test_record(self):
+        """The record is empty: no tensor, no bytes planned, no peak."""
+        (plan,) = self.plans()
+        assert (len(plan.tensors), plan.planned_bytes, plan.peak_live_bytes) == (0, 0, 0)
 
 
-def test_the_storages_open_a_block_of_their_own_before_a_dataflow_block():
+class TestTheStoragesOpenABlockBeforeADataflowBlock(PlanCase):
     """Outside the pipeline the first block may be a dataflow block, which only takes pure,
-    local bindings: the storages get a block before it."""
+    local bindings: the storages get a block of their own before it."""
 
-    @I.ir_module
-    class Module:
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
+    @R.function
+    def _before(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        with R.dataflow():
+            y = R.reshape(x, R.shape([16]))
+            R.output(y)
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(y, a)
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(a, b)
+        c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(b, c)
+        return c
 
-        @R.function
-        def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
-            R.func_attr({"relax.force_pure": True})
-            cls = Module
-            with R.dataflow():
-                y = R.reshape(x, R.shape([16]))
-                R.output(y)
-            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(y, a)
-            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(a, b)
-            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(b, c)
-            return c
+    @R.function
+    def _expected(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+        with R.dataflow():
+            y = R.reshape(x, R.shape([16]))
+            R.output(y)
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(y, a)
+        b_at = R.memory.alloc_tensor(storage, 64, R.shape([16]), R.dtype("float32"), 0)
+        b = R.memory.ensure_zero_offset(b_at)
+        EXP(a, b)
+        c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(b, c)
+        return c
 
-    after = StaticPlanBlockMemory()(Module)
-    relax.analysis.well_formed(after)
-    blocks = after["main"].body.blocks
-    assert [type(b).__name__ for b in blocks] == ["BindingBlock", "DataflowBlock", "BindingBlock"]
-    assert [b.var.name for b in blocks[0].bindings] == ["storage"]
-    assert_same_relax_results(
-        Module, after, vms=(relax_vm(Module, planner="none"), relax_vm(after, planner="none"))
+    before = relax_module(Kernels, main=_before)
+    expected = relax_module(Kernels, main=_expected)
+
+
+class TestEveryRelaxFunctionOfAModuleIsPlanned(PlanCase):
+    """Each Relax function of a module is planned, each on its own."""
+
+    @R.function
+    def _second(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(x, a)
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(a, b)
+        return b
+
+    @R.function
+    def _second_planned(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([64]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+        EXP(x, a)
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(a, b)
+        return b
+
+    before = relax_module(
+        Kernels, second=_second, first=TestLiveTensorsShareOneStorageAtOffsets._before
+    )
+    expected = relax_module(
+        Kernels, second=_second_planned, first=TestLiveTensorsShareOneStorageAtOffsets._expected
     )
 
+    def test_record(self):
+        """One plan per function, in name order, each with its one storage."""
+        plans = self.plans()
+        assert [(p.function, len(p.storages)) for p in plans] == [("first", 1), ("second", 1)]
 
-def test_every_relax_function_of_a_module_is_planned():
-    """Functions are planned one by one, in name order; module attributes are kept."""
 
-    @I.ir_module
-    class Module:
-        I.module_attrs({"note": "kept"})
+class TestModuleAttributesAreKept(PlanPass):
+    """The planned module keeps the attributes of the module it was given (its IR is that of
+    TestLiveTensorsShareOneStorageAtOffsets, whose results are checked there)."""
 
-        @T.prim_func(private=True)
-        def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
-            for i in range(16):
-                B[i] = T.exp(A[i])
-
-        @R.function
-        def second(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
-            R.func_attr({"relax.force_pure": True})
-            cls = Module
-            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, a)
-            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(a, b)
-            return b
-
-        @R.function
-        def first(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
-            R.func_attr({"relax.force_pure": True})
-            cls = Module
-            a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(x, a)
-            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(a, b)
-            c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
-            cls.exp(b, c)
-            return c
-
-    plans = memory_plan(Module, pipeline=None)
-    assert [(p.function, len(p.storages)) for p in plans] == [("first", 1), ("second", 1)]
-    after = StaticPlanBlockMemory()(Module)
-    assert after.attrs["note"] == "kept"
-    for name in ("first", "second"):
-        assert "R.memory.alloc_storage" in after[name].script()
+    before = TestLiveTensorsShareOneStorageAtOffsets.before.with_attr("note", "kept")
+    expected = TestLiveTensorsShareOneStorageAtOffsets.expected.with_attr("note", "kept")
 
 
 # ---- bad input ------------------------------------------------------------------------------
 
 
-def test_a_non_module_raises_type_error():
-    with pytest.raises(TypeError):
-        StaticPlanBlockMemory()(TestLiveTensorsShareOneStorageAtOffsets.before["main"])
-    with pytest.raises(TypeError, match="memory_plan expects a tvm.IRModule, got Function"):
-        memory_plan(TestLiveTensorsShareOneStorageAtOffsets.before["main"])
+class TestAFunctionIsATypeError(PlanPass):
+    """The pass takes a module: a Relax function is a TypeError."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before["main"]
+    expected = TypeError
 
 
-@pytest.mark.parametrize("alignment", [0, 32, 100, -64])
-def test_alignment_must_be_a_multiple_of_64(alignment):
-    with pytest.raises(ValueError, match="alignment must be a positive multiple of 64"):
-        StaticPlanBlockMemory(alignment=alignment)
+class TestMemoryPlanOfAFunctionIsATypeError(CompareBeforeAfter):
+    """memory_plan takes a module: a Relax function is a TypeError saying what it got."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before["main"]
+    expected = TypeError
+    match = "memory_plan expects a tvm.IRModule, got Function"
+
+    def transform(self, before):
+        return memory_plan(before)
 
 
-def test_alignment_must_be_an_int():
-    with pytest.raises(TypeError, match="field 'alignment'"):
-        StaticPlanBlockMemory(alignment=64.0)
+class BadAlignment(PlanPass):
+    """... is a ValueError: the alignment must be a positive multiple of 64."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    expected = ValueError
+    match = "alignment must be a positive multiple of 64"
 
 
-def test_an_unknown_option_is_a_type_error_naming_the_pass():
-    with pytest.raises(TypeError, match="StaticPlanBlockMemory\\(\\): .*'alignmnet'"):
-        StaticPlanBlockMemory(alignmnet=128)
+class TestAZeroAlignmentIsAValueError(BadAlignment):
+    """0, a multiple of 64 but not positive, ..."""
+
+    options = {"alignment": 0}
+
+
+class TestAnAlignmentBelow64IsAValueError(BadAlignment):
+    """32, a power of two below 64, ..."""
+
+    options = {"alignment": 32}
+
+
+class TestAnAlignmentThatIsNoMultipleOf64IsAValueError(BadAlignment):
+    """100 ..."""
+
+    options = {"alignment": 100}
+
+
+class TestANegativeAlignmentIsAValueError(BadAlignment):
+    """-64, a multiple of 64 but negative, ..."""
+
+    options = {"alignment": -64}
+
+
+class TestAFloatAlignmentIsATypeError(PlanPass):
+    """Options are typed: a float alignment is a TypeError naming the field."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    options = {"alignment": 64.0}
+    expected = TypeError
+    match = "field 'alignment'"
+
+
+class TestAnUnknownOptionIsATypeErrorNamingThePass(PlanPass):
+    """A misspelt option is a TypeError naming the pass and the option."""
+
+    before = TestLiveTensorsShareOneStorageAtOffsets.before
+    options = {"alignmnet": 128}
+    expected = TypeError
+    match = "StaticPlanBlockMemory\\(\\): .*'alignmnet'"
 
 
 # ---- plans evaluated at shape variable values ------------------------------------------------
 
 
-def test_a_plan_at_values_takes_tensors_at_their_size_and_storages_as_allocated():
-    """At n = 10: each tensor is 40 bytes, the storage sized at the bound stays 256 bytes, the
-    returned `c` adds its 40 bytes to both totals; variables not given take their bound."""
-    (plan,) = memory_plan(TestBoundedSymbolicSizesTakeTheirUpperBound.before, pipeline=None)
-    at = memory_plan_at(plan, {"n": 10})
-    assert [t.bytes for t in at.tensors] == [40, 40, 40]
-    assert [s.bytes for s in at.storages] == [256]
-    assert at.planned_bytes == 256 + 40 and at.stock_bytes == plan.stock_bytes + 40
-    assert at.peak_live_bytes == 40 + 40 + 40 and at.symbolic_allocations == 0
-    assert dict(at.shape_values) == {"n": 10}
-    at_bound = memory_plan_at(plan)
-    assert dict(at_bound.shape_values) == {"n": 32} and at_bound.planned_bytes == 256 + 128
+class PlanAtCase(RecordCase):
+    """... of the record evaluated at `values` (memory_plan_at; None: every variable at its
+    bound)."""
+
+    values: dict | None = None
+
+    def at(self):
+        return memory_plan_at(self.plan(), self.values)
 
 
-def test_unbounded_sizes_need_values():
-    (plan,) = memory_plan(TestUnboundedSymbolicSizesShareStoragesOfTheirSize.before, pipeline=None)
-    with pytest.raises(
-        ValueError, match="no value and no tir_var_upper_bound for shape variable `n`"
-    ):
-        memory_plan_at(plan)
-    at = memory_plan_at(plan, {"n": 5})
-    assert all(s.bytes == 20 for s in at.storages) and at.planned_bytes > 0
+class PlanAtError(CompareBeforeAfter):
+    """The record of `before`'s one Relax function, evaluated at `values`."""
+
+    values: dict | None = None
+
+    def transform(self, before):
+        (plan,) = memory_plan(before, pipeline=None)
+        return memory_plan_at(plan, self.values)
 
 
-@pytest.mark.parametrize("n", [-1, 33])
-def test_values_outside_the_bounds_raise(n):
-    (plan,) = memory_plan(TestBoundedSymbolicSizesTakeTheirUpperBound.before, pipeline=None)
-    with pytest.raises(ValueError, match=f"shape variable `n` = {n} is outside its bounds"):
-        memory_plan_at(plan, {"n": n})
+class TestAtValuesEverySizeIsANumber(PlanAtCase):
+    """At n = 10 each tensor takes its size, 40 bytes, the peak is theirs (3 x 40), and no
+    allocation is left symbolic."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 10}
+
+    def test_record(self):
+        at = self.at()
+        assert [t.bytes for t in at.tensors] == [40, 40, 40]
+        assert at.peak_live_bytes == 40 + 40 + 40 and at.symbolic_allocations == 0
 
 
-def test_decoder_plan_at_the_bound_and_below():
-    """The MLC-style decoder: at the bound the plan is the bytes its storage is allocated
-    with; at a shorter sequence the same (storage sized at the bound), while the stock plan's
-    unplanned outputs shrink."""
+class TestAtValuesStoragesKeepTheSizeTheyAreAllocatedWith(PlanAtCase):
+    """At n = 10 the storage sized at the bound stays 256 bytes; the plan's total adds the
+    returned `c` at its size (40 bytes)."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 10}
+
+    def test_record(self):
+        at = self.at()
+        assert [s.bytes for s in at.storages] == [256]
+        assert at.planned_bytes == 256 + 40
+
+
+class TestAtValuesTheStockTotalAddsTheUnplannedTensorsAtTheirSize(PlanAtCase):
+    """At n = 10 the stock plan's total is its constant bytes plus the returned `c` at its size
+    (40 bytes)."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 10}
+
+    def test_record(self):
+        assert self.at().stock_bytes == self.plan().stock_bytes + 40
+
+
+class TestAPlanAtValuesRecordsThem(PlanAtCase):
+    """The values a plan was evaluated at are in its record."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 10}
+
+    def test_record(self):
+        assert dict(self.at().shape_values) == {"n": 10}
+
+
+class TestVariablesNotGivenTakeTheirBound(PlanAtCase):
+    """Without values, `n` takes its bound, 32: the storage's 256 bytes plus `c` at 128."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+
+    def test_record(self):
+        at = self.at()
+        assert dict(at.shape_values) == {"n": 32} and at.planned_bytes == 256 + 128
+
+
+class TestAnUnboundedVariableWithoutAValueIsAValueError(PlanAtError):
+    """A variable with neither a value nor a bound cannot be evaluated: a ValueError naming
+    it."""
+
+    before = TestUnboundedSymbolicSizesShareStoragesOfTheirSize.before
+    expected = ValueError
+    match = "no value and no tir_var_upper_bound for shape variable `n`"
+
+
+class TestUnboundedSizesAtAValue(PlanAtCase):
+    """At n = 5 the storages sized by `n` take that size, 20 bytes each; the total adds the
+    returned `d` (20 bytes)."""
+
+    before = TestUnboundedSymbolicSizesShareStoragesOfTheirSize.before
+    values = {"n": 5}
+
+    def test_record(self):
+        at = self.at()
+        assert [s.bytes for s in at.storages] == [20, 20]
+        assert at.planned_bytes == 20 + 20 + 20
+
+
+class TestANegativeValueIsAValueError(PlanAtError):
+    """A negative `n` is outside its bounds: a ValueError naming the variable and the value."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": -1}
+    expected = ValueError
+    match = "shape variable `n` = -1 is outside its bounds"
+
+
+class TestAValuePastTheUpperBoundIsAValueError(PlanAtError):
+    """`n` = 33 is past its `tir_var_upper_bound` 32: a ValueError naming the variable and the
+    value."""
+
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    values = {"n": 33}
+    expected = ValueError
+    match = "shape variable `n` = 33 is outside its bounds"
+
+
+@functools.cache
+def _decoder_plan():
     from models.decoder import decoder_module
 
     (plan,) = memory_plan(decoder_module(upper_bound=32))
-    assert list(plan.checked_bounds) == ["seq_len"]
-    at_bound, short = memory_plan_at(plan), memory_plan_at(plan, {"seq_len": 4})
-    assert at_bound.planned_bytes >= at_bound.peak_live_bytes > 0
-    assert short.planned_bytes <= at_bound.planned_bytes
-    assert sum(s.bytes for s in short.storages if s.bounded) == sum(
-        s.bytes for s in at_bound.storages if s.bounded
-    )
+    return plan
 
 
-def test_a_result_in_a_storage_of_its_own_counts_whole_in_the_bound():
-    """Before/after: under `relax.memory_plan_dynamic_func_output` the result `c` gets a storage
-    of its own, which can share no byte with `a` and `b`. Counted as if it could (the merged
-    peak, what the record said before), the bound is 192 B, below any plan; counted per storage
-    it is 256 B, which the plan reaches."""
-    mod = _with_attrs(BoundOnTheResultOnly, relax__memory_plan_dynamic_func_output=True)
-    (plan,) = memory_plan(mod, pipeline=None)
-    merged = peak_live_bytes([(t.bytes, t.first, t.last) for t in plan.tensors if t.planned])
-    assert merged == 192
-    assert plan.peak_live_bytes == plan.planned_bytes == 256
-    assert plan.optimality == "at_bound" and plan.optimality_gap_bytes == 0
-    own = plan.storages[next(t for t in plan.tensors if t.binding == "c").storage]
-    assert own.algorithm == "own storage" and own.bound_bytes == own.bytes == 128
+class DecoderCase(PlanAtCase):
+    """The MLC-style decoder (models/decoder.py, `seq_len` bounded by 32), through the default
+    pipeline: ..."""
+
+    def plan(self):
+        return _decoder_plan()
 
 
-def test_every_storage_says_how_close_to_its_bound_it_is():
-    """Each storage carries its bound, its optimality code, its gap and what placed it; the
-    function's code is the weakest of them."""
-    (plan,) = memory_plan(BoundOnTheResultOnly, pipeline=None)
-    for storage in plan.storages:
-        assert storage.optimality == "at_bound"
-        assert storage.optimality_gap_bytes == storage.bytes - storage.bound_bytes == 0
-        assert storage.algorithm
-    assert plan.optimality == "at_bound"
+class TestTheDecodersSequenceLengthIsChecked(DecoderCase):
+    """... its planned tensors are sized at the bound of `seq_len`, which is checked."""
+
+    def test_record(self):
+        assert list(self.plan().checked_bounds) == ["seq_len"]
+
+
+class TestTheDecoderAtItsBoundTakesNoLessThanItsPeak(DecoderCase):
+    """... at the bound, its plan takes the bytes its storages are allocated with, no less than
+    the peak of live bytes, which is not zero."""
+
+    def test_record(self):
+        at_bound = self.at()
+        assert at_bound.planned_bytes >= at_bound.peak_live_bytes > 0
+
+
+class TestTheDecoderAtAShorterSequenceKeepsItsBoundedStorages(DecoderCase):
+    """... at a shorter sequence (4), the storages sized at the bound keep their bytes."""
+
+    values = {"seq_len": 4}
+
+    def test_record(self):
+        short, at_bound = self.at(), memory_plan_at(self.plan())
+        assert sum(s.bytes for s in short.storages if s.bounded) == sum(
+            s.bytes for s in at_bound.storages if s.bounded
+        )
+
+
+class TestTheDecoderAtAShorterSequenceTakesNoMore(DecoderCase):
+    """... at a shorter sequence (4), the plan takes no more bytes than at the bound."""
+
+    values = {"seq_len": 4}
+
+    def test_record(self):
+        assert self.at().planned_bytes <= memory_plan_at(self.plan()).planned_bytes
+
+
+# ---- the bound on a plan ----------------------------------------------------------------------
+
+
+class TestAResultInAStorageOfItsOwnCountsWholeInTheBound(RecordCase):
+    """Under `relax.memory_plan_dynamic_func_output` the result `c` gets a storage of its own,
+    which can share no byte with `a` and `b`. Counted as if it could (the merged peak, what the
+    record said before), the bound would be 192 B, below any plan; counted per storage it is
+    256 B."""
+
+    before = TestAnOutputPlannedAtTheBoundIsChecked.before
+
+    def test_record(self):
+        plan = self.plan()
+        merged = peak_live_bytes([(t.bytes, t.first, t.last) for t in plan.tensors if t.planned])
+        assert merged == 192
+        assert plan.peak_live_bytes == 256
+
+
+class TestAResultInAStorageOfItsOwnIsPlannedAtTheBound(RecordCase):
+    """The plan of that function reaches the per-storage bound: 256 B, `at_bound`, no gap."""
+
+    before = TestAnOutputPlannedAtTheBoundIsChecked.before
+
+    def test_record(self):
+        plan = self.plan()
+        assert plan.planned_bytes == plan.peak_live_bytes == 256
+        assert plan.optimality == "at_bound" and plan.optimality_gap_bytes == 0
+
+
+class TestAResultsOwnStorageSaysSo(RecordCase):
+    """The result's storage names what placed it ("own storage"), and its bound is its 128
+    bytes."""
+
+    before = TestAnOutputPlannedAtTheBoundIsChecked.before
+
+    def test_record(self):
+        plan = self.plan()
+        own = plan.storages[next(t for t in plan.tensors if t.binding == "c").storage]
+        assert own.algorithm == "own storage" and own.bound_bytes == own.bytes == 128
+
+
+class TestEveryStorageSaysHowCloseToItsBoundItIs(RecordCase):
+    """Each storage carries its bound, its optimality code, its gap and what placed it."""
+
+    before = BoundOnTheResultOnly
+
+    def test_record(self):
+        storages = self.plan().storages
+        assert len(storages) == 1
+        for storage in storages:
+            assert storage.optimality == "at_bound"
+            assert storage.optimality_gap_bytes == storage.bytes - storage.bound_bytes == 0
+            assert storage.algorithm
+
+
+class TestAFunctionWhoseStoragesAreAtTheirBoundIsAtItsBound(RecordCase):
+    """A function's optimality code is the weakest of its storages': all `at_bound`, so is
+    the function."""
+
+    before = BoundOnTheResultOnly
+
+    def test_record(self):
+        assert self.plan().optimality == "at_bound"

@@ -7,7 +7,8 @@ A case is a class whose docstring states the rule it checks::
         before = ...                                   # the input IR
         expected = ...                                 # the IR the pass must make of it
 
-``expected`` may instead be an exception class (the pass must raise it), or be left None (the
+``expected`` may instead be an exception class (the pass must raise it; ``match``, a regular
+expression, then states what its message says, as in ``pytest.raises``), or be left None (the
 pass must leave ``before`` unchanged: a ``keeps_*`` case). ``xfail = "why"`` records a known gap:
 the comparison is expected to fail, strictly. A pass-specific base class sets ``transform``
 (and, where the IR needs normalizing before comparison, ``normalize``) and adds checks of its
@@ -30,6 +31,9 @@ class CompareBeforeAfter:
 
     before = None
     expected = None
+    #: With an exception class as ``expected``: a regular expression its message must match
+    #: (``re.search``, as ``pytest.raises(match=...)``).
+    match: str | None = None
     #: Set to the reason to record a known gap (the comparison must then fail).
     xfail: str | None = None
     #: Compare free variables (symbolic shape variables bound nowhere) by position.
@@ -68,9 +72,13 @@ class CompareBeforeAfter:
         if isinstance(expected, type) and issubclass(expected, Exception):
             import pytest
 
-            with pytest.raises(expected):
+            with pytest.raises(expected, match=self.match):
                 self.transform(self.before)
             return
+        if self.match is not None:
+            raise TypeError(
+                f"{type(self).__name__}: `match` needs an exception class as `expected`"
+            )
         after = self.normalize(self.transform(self.before))
         self.compare(after, self.normalize(self.before if expected is None else expected))
 
