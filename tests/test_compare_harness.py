@@ -82,3 +82,32 @@ def test_xfail_marks_the_cases_own_check():
 
     with pytest.raises(KeyError, match="own check ran"):
         OwnCheck().test_transform()
+
+
+class _RaisesAlignment(CompareBeforeAfter):
+    before = _copy
+    expected = ValueError
+    match = "alignment must be"
+
+    def transform(self, before):
+        raise ValueError("alignment must be a positive multiple of 64")
+
+
+def test_an_expected_exceptions_message_is_matched():
+    """With `match`, the raised error's message must match it, as with pytest.raises."""
+    _RaisesAlignment().test_transform()
+
+    class WrongMessage(_RaisesAlignment):
+        match = "something else"
+
+    with pytest.raises(AssertionError, match="Regex pattern did not match"):
+        WrongMessage().test_transform()
+
+
+def test_match_needs_an_expected_exception():
+    class NoException(_Identity):
+        before = _copy
+        match = "x"
+
+    with pytest.raises(TypeError, match="`match` needs an exception class"):
+        NoException().test_transform()
