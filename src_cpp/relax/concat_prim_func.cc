@@ -13,11 +13,10 @@
 #include <utility>
 
 #include "ir/visitor.h"
+#include "relax/ir_names.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
 
 namespace {
 

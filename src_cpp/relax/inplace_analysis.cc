@@ -13,20 +13,13 @@
 
 #include "ir/analyzer.h"
 #include "relax/inplace_prim_func.h"
+#include "relax/ir_names.h"
 #include "relax/memory_plan_model.h"
 #include "relax/storage_flow.h"
 #include "target/gpu_pipeline.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Function;
-using ir::relax::OpAttr;
-using ir::relax::SameShapeAndDType;
-using ir::relax::TensorType;
-using ir::relax::Tuple;
-using ir::relax::TypeOf;
 
 namespace {
 

@@ -15,16 +15,10 @@
 
 #include "ir/pass.h"
 #include "relax/inplace_guard_analysis.h"
+#include "relax/ir_names.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Binding;
-using ir::relax::Function;
-using ir::relax::TensorType;
-using ir::relax::Tuple;
-using ir::relax::TypeOf;
 
 namespace {
 

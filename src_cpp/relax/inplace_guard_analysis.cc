@@ -14,18 +14,12 @@
 #include <vector>
 
 #include "ir/scopes.h"
+#include "relax/ir_names.h"
 #include "relax/program_points.h"
 #include "relax/storage_flow.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Binding;
-using ir::relax::Function;
-using ir::relax::TensorType;
-using ir::relax::Tuple;
-using ir::relax::TypeOf;
 
 namespace {
 

@@ -15,11 +15,10 @@
 #include "ir/rewriter.h"
 #include "ir/scopes.h"
 #include "ir/visitor.h"
+#include "relax/ir_names.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
 
 namespace {
 

@@ -18,18 +18,10 @@
 #include "ir/dump.h"
 #include "ir/pass.h"
 #include "ir/rewriter.h"
+#include "relax/ir_names.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Binding;
-using ir::relax::BindingBlock;
-using ir::relax::BlockBuilder;
-using ir::relax::Function;
-using ir::relax::If;
-using ir::relax::SeqExpr;
-using ir::relax::Tuple;
 
 namespace {
 

@@ -8,17 +8,11 @@
 #include <utility>
 
 #include "ir/analyzer.h"
+#include "relax/ir_names.h"
 
 namespace tvm_memplan {
 namespace relax {
 
-using namespace ir;
-using ir::relax::Function;
-using ir::relax::InplaceIndices;
-using ir::relax::OpAttr;
-using ir::relax::TensorType;
-using ir::relax::Tuple;
-using ir::relax::TypeOf;
 using Kind = MemoryEffect::Kind;
 using Planned = MemoryEffect::Planned;
 

@@ -16,6 +16,7 @@
 
 #include "ir/analyzer.h"
 #include "relax/concat_placement.h"
+#include "relax/ir_names.h"
 #include "relax/memory_plan_figures.h"
 #include "relax/memory_plan_model.h"
 #include "relax/memory_plan_storages.h"
@@ -24,12 +25,6 @@
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Binding;
-using ir::relax::Function;
-using ir::relax::TensorType;
-using ir::relax::TypeOf;
 
 namespace {
 

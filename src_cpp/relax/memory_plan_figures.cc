@@ -13,12 +13,11 @@
 
 #include "ir/analyzer.h"
 #include "ir/rewriter.h"
+#include "relax/ir_names.h"
 #include "relax/offset_packing.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
 
 int64_t PeakLiveOf(const Array<ObjectRef>& tensors) {
   std::map<int64_t, std::vector<PackItem>> by_storage;

@@ -14,10 +14,10 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "relax/ir_names.h"
+
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
 
 namespace {
 

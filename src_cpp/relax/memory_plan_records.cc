@@ -10,12 +10,11 @@
 #include <vector>
 
 #include "ir/options.h"
+#include "relax/ir_names.h"
 #include "relax/offset_packing.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
 
 void CheckMemoryPlanOptions(const MemoryPlanOptionsObj& options) {
   if (options.exact_search_ms < 0) {

@@ -13,14 +13,13 @@
 #include <unordered_map>
 
 #include "ir/scopes.h"
+#include "relax/ir_names.h"
 #include "relax/memory_plan_records.h"
 #include "relax/offset_packing.h"
 #include "relax/offset_search.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
 
 namespace {
 

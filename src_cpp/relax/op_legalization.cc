@@ -11,18 +11,10 @@
 
 #include "ir/pass.h"
 #include "ir/rewriter.h"
+#include "relax/ir_names.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::BindingBlock;
-using ir::relax::BlockBuilder;
-using ir::relax::Function;
-using ir::relax::OpAttr;
-using ir::relax::TensorType;
-using ir::relax::Tuple;
-using ir::relax::TypeOf;
 
 namespace {
 

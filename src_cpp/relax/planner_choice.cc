@@ -7,14 +7,12 @@
 #include <string>
 
 #include "ir/analyzer.h"
+#include "relax/ir_names.h"
 #include "relax/memory_plan_model.h"
 #include "relax/stock_planner.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Binding;
 
 namespace {
 

@@ -9,15 +9,10 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "relax/ir_names.h"
+
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Binding;
-using ir::relax::BindingBlock;
-using ir::relax::Function;
-using ir::relax::If;
-using ir::relax::SeqExpr;
 
 namespace {
 

@@ -14,16 +14,11 @@
 #include "ir/dump.h"
 #include "ir/pass.h"
 #include "relax/inplace_guard.h"
+#include "relax/ir_names.h"
 #include "relax/memory_plan_analysis.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Binding;
-using ir::relax::BindingBlock;
-using ir::relax::Function;
-using ir::relax::SeqExpr;
 
 namespace {
 

@@ -7,15 +7,11 @@
 #include <string>
 
 #include "ir/pass.h"
+#include "relax/ir_names.h"
 #include "relax/memory_plan_records.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Function;
-using ir::relax::TensorType;
-using ir::relax::TypeOf;
 
 namespace {}  // namespace
 

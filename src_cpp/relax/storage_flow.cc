@@ -8,17 +8,10 @@
 #include <iterator>
 #include <utility>
 
+#include "relax/ir_names.h"
+
 namespace tvm_memplan {
 namespace relax {
-
-using namespace ir;
-using ir::relax::Function;
-using ir::relax::IsConstant;
-using ir::relax::IsExternFunc;
-using ir::relax::Tuple;
-using ir::relax::TupleGetItem;
-using ir::relax::TupleType;
-using ir::relax::TypeOf;
 
 RootSet Union(const RootSet& a, const RootSet& b) {
   RootSet out;
