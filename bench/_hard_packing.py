@@ -19,7 +19,6 @@ and search), MiniMalloc's as it reports its solve (without its process start and
 from __future__ import annotations
 
 import csv
-import random
 import re
 import subprocess
 import tempfile
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 import tvm
+from _zoo import packings
 
 from tvm_memplan.analysis import memory_plan, pack_offsets
 
@@ -46,22 +46,6 @@ def add_options(parser) -> None:
     parser.add_argument(
         "--hard-only", action="store_true", help="only the hard-instance sections (f)-(h)"
     )
-
-
-def perfect_packing(count: int, seed: int) -> list[tuple[str, int, int, int]]:
-    """`count` tiles of a 2*count-point by HEIGHT-unit rectangle, as (id, lower, upper, size)."""
-    rng = random.Random(seed)
-    tiles = [(0, 2 * count, 0, HEIGHT)]
-    while len(tiles) < count:
-        tiles.sort(key=lambda t: (t[1] - t[0]) * (t[3] - t[2]))
-        t0, t1, b0, b1 = tiles.pop()
-        if t1 - t0 > 1 and (b1 - b0 <= 1 or rng.random() < 0.5):
-            cut = rng.randint(t0 + 1, t1 - 1)
-            tiles += [(t0, cut, b0, b1), (cut, t1, b0, b1)]
-        else:
-            cut = rng.randint(b0 + 1, b1 - 1)
-            tiles += [(t0, t1, b0, cut), (t0, t1, cut, b1)]
-    return [(str(i), t0, t1, (b1 - b0) * UNIT) for i, (t0, t1, b0, b1) in enumerate(tiles)]
 
 
 def _write_csv(path: Path, items) -> None:
@@ -118,7 +102,7 @@ def perfect_packings(args) -> dict:
             instances = min(instances, 2)
         ours_ok = peer_ok = 0
         for seed in range(instances):
-            items = perfect_packing(count, seed)
+            items = packings.perfect_packing(count, seed, UNIT, HEIGHT)
             packing, seconds = _ours(items, None, budget)
             ours_ok += packing.size == HEIGHT * UNIT and seconds <= budget
             with tempfile.TemporaryDirectory() as tmp:

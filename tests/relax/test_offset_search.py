@@ -11,6 +11,7 @@ import pytest
 
 from tvm_memplan.analysis import DoesNotFitError, optimality_codes, pack_offsets
 from tvm_memplan.analysis import _ffi_api as analysis_api
+from zoo.packings import perfect_packing
 
 
 def _pack(items, alignment, search_ms=10_000, capacity=-1):
@@ -146,27 +147,10 @@ def test_the_search_finds_the_least_size_that_brute_force_finds(seed, count, ali
         assert result["optimality"] in ("at_bound", "proven_minimum")
 
 
-def _perfect_packing(count, seed, unit=64, height=64):
-    """A rectangle of 2 * count points by `height` units cut into `count` tiles by guillotine
-    cuts: every point is full, so the optimum is the peak-live bound."""
-    rng = random.Random(seed)
-    tiles = [(0, 2 * count, 0, height)]
-    while len(tiles) < count:
-        tiles.sort(key=lambda t: (t[1] - t[0]) * (t[3] - t[2]))
-        t0, t1, b0, b1 = tiles.pop()
-        if t1 - t0 > 1 and (b1 - b0 <= 1 or rng.random() < 0.5):
-            cut = rng.randint(t0 + 1, t1 - 1)
-            tiles += [(t0, cut, b0, b1), (cut, t1, b0, b1)]
-        else:
-            cut = rng.randint(b0 + 1, b1 - 1)
-            tiles += [(t0, t1, b0, cut), (t0, t1, cut, b1)]
-    return [(f"t{i}", t0, t1, (b1 - b0) * unit) for i, (t0, t1, b0, b1) in enumerate(tiles)]
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_perfect_packings_of_40_reach_their_optimum(seed):
     """The optimum of a perfect packing is its bound: the search reaches it."""
-    items = _perfect_packing(40, seed)
+    items = perfect_packing(40, seed)
     packing = pack_offsets(items, alignment=64, budget_s=10)
     assert packing.optimality == "at_bound" and packing.size == 64 * 64 == packing.bound
     plain = [(size, lower, upper - 1) for _, lower, upper, size in items]
@@ -176,7 +160,7 @@ def test_perfect_packings_of_40_reach_their_optimum(seed):
 def test_a_tiny_budget_returns_the_best_found_and_says_so():
     """With a budget far too small for a hard instance, the packer still returns a valid
     placement, labelled best_found with its gap (timing itself is bench/plan.py's)."""
-    items = _perfect_packing(400, 0)
+    items = perfect_packing(400, 0)
     packing = pack_offsets(items, alignment=64, budget_s=0.02)
     assert packing.optimality == "best_found"
     assert packing.gap_bytes == packing.size - packing.bound > 0
@@ -187,7 +171,7 @@ def test_a_tiny_budget_returns_the_best_found_and_says_so():
 def test_results_do_not_depend_on_the_run():
     """The search stops after a number of steps, not at a time: the same input gives the same
     placement every time."""
-    items = _perfect_packing(400, 0)
+    items = perfect_packing(400, 0)
     first = pack_offsets(items, alignment=64, budget_s=0.05)
     second = pack_offsets(items, alignment=64, budget_s=0.05)
     assert not first.timed_out
