@@ -30,8 +30,7 @@ from _zoo import packings
 
 from tvm_memplan.analysis import memory_plan, pack_offsets
 
-UNIT = 64
-HEIGHT = 64  # units: an optimum of 4096 bytes
+OPTIMUM = packings.UNIT * packings.HEIGHT  # bytes, of every perfect packing
 PERFECT = {40: (10, 1.0), 120: (6, 30.0), 400: (4, 30.0)}  # tensors: (instances, budget s)
 CSV_BUDGET_S = 60.0
 
@@ -89,7 +88,10 @@ def _ours(items, capacity, budget_s):
 
 
 def perfect_packings(args) -> dict:
-    print("(f) Perfect packings (optimum = bound = 4096 bytes): ours, and MiniMalloc at 4096")
+    print(
+        f"(f) Perfect packings (optimum = bound = {OPTIMUM} bytes): ours, "
+        f"and MiniMalloc at {OPTIMUM}"
+    )
     header = (
         f"{'tensors':>7} {'seed':>4} {'over opt':>8} {'ours s':>8} {'optimality':<14} "
         f"{'algorithm':<40} {'MiniMalloc s':>12} {'ratio':>6}"
@@ -102,20 +104,20 @@ def perfect_packings(args) -> dict:
             instances = min(instances, 2)
         ours_ok = peer_ok = 0
         for seed in range(instances):
-            items = packings.perfect_packing(count, seed, UNIT, HEIGHT)
+            items = packings.perfect_packing(count, seed)
             packing, seconds = _ours(items, None, budget)
-            ours_ok += packing.size == HEIGHT * UNIT and seconds <= budget
+            ours_ok += packing.size == OPTIMUM and seconds <= budget
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "p.csv"
                 _write_csv(path, items)
-                peer = minimalloc(args.minimalloc, path, HEIGHT * UNIT, budget)
+                peer = minimalloc(args.minimalloc, path, OPTIMUM, budget)
             peer_text = ratio = ""
             if peer is not None:
                 peer_ok += peer[0]
                 peer_text = f"{peer[1]:.3f}" if peer[0] else f">{budget:g}"
                 ratio = f"{seconds / peer[1]:.2f}" if peer[0] and peer[1] > 0 else ""
             print(
-                f"{count:>7} {seed:>4} {packing.size - HEIGHT * UNIT:>8} {seconds:>8.3f} "
+                f"{count:>7} {seed:>4} {packing.size - OPTIMUM:>8} {seconds:>8.3f} "
                 f"{packing.optimality:<14} {packing.algorithm:<40} {peer_text:>12} {ratio:>6}"
             )
         solved[count] = (ours_ok, peer_ok if args.minimalloc else None, instances)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["perfect_packing"]
+__all__ = ["HEIGHT", "UNIT", "perfect_packing"]
+
+UNIT = 64  # bytes
+HEIGHT = 64  # units: an optimum of 4096 bytes
 
 
 def perfect_packing(
-    count: int, seed: int, unit: int = 64, height: int = 64
+    count: int, seed: int, unit: int = UNIT, height: int = HEIGHT
 ) -> list[tuple[str, int, int, int]]:
     """A rectangle of ``2 * count`` program points by ``height`` units of ``unit`` bytes, cut
     into ``count`` tiles by guillotine cuts, each tile a buffer ``(id, lower, upper, size)``

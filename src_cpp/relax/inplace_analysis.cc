@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "ir/analyzer.h"
 #include "relax/inplace_prim_func.h"
 #include "relax/ir_names.h"
 #include "relax/memory_plan_model.h"
+#include "relax/planners.h"
 #include "relax/storage_flow.h"
 #include "target/gpu_pipeline.h"
 

@@ -39,7 +39,6 @@
 #include "ir/scopes.h"
 #include "relax/memory_effects.h"
 #include "relax/offset_packing.h"
-#include "relax/planners.h"
 #include "relax/program_points.h"
 
 namespace tvm_memplan {

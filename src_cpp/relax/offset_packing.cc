@@ -485,7 +485,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
            [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples) {
              return PeakLiveBytes(ItemsOf(tuples));
            })
-      // The packer on its own (python/tvm_memplan/packing.py), with its exact search.
+      // The packer on its own (python/tvm_memplan/analysis/packing.py), with its exact search.
       .def("tvm_memplan.analysis.pack_offsets",
            [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples, int64_t alignment, int64_t capacity,
               int64_t search_ms) {

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "ir/codes.h"
+#include "relax/planners.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -87,7 +88,7 @@ const char* Weakest(const char* a, const char* b);
 /*! \brief How PackOffsets searches. */
 struct PackOptions {
   /*! \brief Every offset is a multiple of this (any positive integer). */
-  int64_t alignment = 64;
+  int64_t alignment = kPlanAlignment;
   /*! \brief Milliseconds the exact search may take when the greedy orders stay above the bound
    *         (0: greedy orders only). The search also stops after kSearchStepsPerMs steps per
    *         millisecond, so that its result does not depend on the machine's load. */

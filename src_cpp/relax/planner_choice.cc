@@ -8,7 +8,7 @@
 
 #include "ir/analyzer.h"
 #include "relax/ir_names.h"
-#include "relax/memory_plan_model.h"
+#include "relax/planners.h"
 #include "relax/stock_planner.h"
 
 namespace tvm_memplan {

@@ -720,13 +720,6 @@ def test_keeps_values_read_through_tuple_variants(name):
     assert_same_relax_results(mod, DataflowUseInplaceCalls()(mod))
 
 
-VIEWS = {
-    "reshape": "R.reshape(a, (2, 2))",
-    "expand_dims": "R.expand_dims(a, axis=[0])",
-    "permute_dims": "R.permute_dims(R.reshape(a, (2, 2)))",
-}
-
-
 class TestKeepsViews(InplaceCase):
     """A view shares its input's storage: `a` is read later through `v`."""
 

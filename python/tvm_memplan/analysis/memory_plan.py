@@ -82,7 +82,7 @@ class FunctionMemoryPlan(tvm_ffi.Object):
         ``group``) count the bytes they cover together once, as in the bound. Tensors the
         planner may not share (function results, escaping tensors) add their bytes to
         ``peak_live_bytes`` as a whole, so the maximum of this curve can be below the bound.
-        Computed by the C++ core, as the bound is (``relax/memory_plan_records.h``)."""
+        Computed by the C++ core, as the bound is (``relax/memory_plan_figures.h``)."""
         return [int(b) for b in _ffi_api.live_bytes(self)]
 
 
