@@ -27,9 +27,9 @@ from _zoo import llm, models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
 import tvm_memplan
+from tvm_memplan.analysis.cuda_graphs import USE_CUDA_GRAPH
 from tvm_memplan.testing import relax_inputs
 
-CUDA_GRAPHS = "relax.backend.use_cuda_graph"
 #: Models of the zoo measured by default: a chain CNN, a depthwise CNN, a U-Net, transformer
 #: blocks, and the two small graphs whose captures in-place writes used to cut.
 DEFAULT_MODELS = (
@@ -80,7 +80,7 @@ def held_bytes(device: tvm.runtime.Device, run) -> int | None:
 
 
 def build(mod: tvm.IRModule, target, memplan: bool, graphs: bool, relax_pipeline="default"):
-    config = {CUDA_GRAPHS: graphs}
+    config = {USE_CUDA_GRAPH: graphs}
     with tvm.transform.PassContext(opt_level=3, config=config):
         if memplan:
             return tvm_memplan.compile(mod, target, relax_pipeline=relax_pipeline)

@@ -35,6 +35,7 @@ from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
 import tvm_memplan
+from tvm_memplan import pass_names
 
 TARGET = "llvm"
 # The real networks of (a) and (c) under --torchvision.
@@ -53,7 +54,7 @@ INPLACE_VARIANTS = {
 }
 # Our passes in tvm_memplan.compile and the stock passes they replace in tvm.compile.
 OURS_INPLACE = "tvm_memplan.DataflowUseInplaceCalls"
-PLANNERS = ("tvm_memplan.StaticPlanBlockMemory", "StaticPlanBlockMemory")
+PLANNERS = (pass_names.PLANNER, pass_names.STOCK_PLANNER)
 TIR_OURS = (
     "tvm_memplan.CompactBufferAllocation",
     "tvm_memplan.TagAllocationPlacement",

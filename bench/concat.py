@@ -50,12 +50,11 @@ from runtime import timed_rounds, vm_call
 from tvm import relax
 
 import tvm_memplan
+from tvm_memplan import pass_names
 from tvm_memplan.analysis import memory_plan, storage_after_planning
 from tvm_memplan.instrument import trace
 from tvm_memplan.testing import identical_relax_results, random_args, relax_inputs
 
-STOCK_PLANNER = "StaticPlanBlockMemory"
-OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
 ZOO = {name: models.ZOO[name] for name in ("densenet", "unet", "inception", "ghostnet")}
 if importlib.util.find_spec("onnx") is not None:  # the onnx extra
     from zoo.onnx_models import onnx_unet
@@ -97,14 +96,14 @@ def build(mod: tvm.IRModule, variant: str, setup: Setup):
         if setup.relax_pipeline != "default":  # ["zero", "default"]: zero first, as users do
             stock_mod = relax.get_pipeline("zero")(mod)
         compile_ = lambda: tvm.compile(stock_mod, target=setup.target)  # noqa: E731
-        planner = STOCK_PLANNER
+        planner = pass_names.STOCK_PLANNER
     else:
         options = COPIES if variant == "copies" else None
         pipeline = tvm_memplan.relax_pipeline(setup.relax_pipeline, planner_options=options)
         compile_ = lambda: tvm.compile(  # noqa: E731
             mod, target=setup.target, tir_pipeline="memplan", relax_pipeline=pipeline
         )
-        planner = OUR_PLANNER
+        planner = pass_names.PLANNER
     passes = trace(compile_, [planner])
     return passes.result, passes.before[planner], passes.after[planner]
 

@@ -24,20 +24,20 @@ import tvm
 from _zoo import llm, models  # zoo/ (bench/_zoo.py)
 
 import tvm_memplan
+from tvm_memplan import pass_names
 from tvm_memplan.analysis import storage_after_planning
-from tvm_memplan.analysis.cuda_graphs import compare_capture, cuda_graph_capture
+from tvm_memplan.analysis.cuda_graphs import USE_CUDA_GRAPH, compare_capture, cuda_graph_capture
 from tvm_memplan.instrument import trace
 
-CUDA_GRAPHS = "relax.backend.use_cuda_graph"
 TARGET = tvm.target.Target("cuda")
 #: The planner each build runs (ours also runs TVM's inside, to compare: it must not be read).
-PLANNER = {"stock": "StaticPlanBlockMemory", "ours": "tvm_memplan.StaticPlanBlockMemory"}
+PLANNER = {"stock": pass_names.STOCK_PLANNER, "ours": pass_names.PLANNER}
 
 
 def after_rewrite(build, who: str, graphs: bool) -> tuple[tvm.IRModule, tvm.IRModule]:
     """What the planner of `who` returned and what RewriteCUDAGraph returned in `build()`."""
     watch = [PLANNER[who], "RewriteCUDAGraph"]
-    t = trace(build, watch, stop_after="RewriteCUDAGraph", config={CUDA_GRAPHS: graphs})
+    t = trace(build, watch, stop_after="RewriteCUDAGraph", config={USE_CUDA_GRAPH: graphs})
     return t.after[PLANNER[who]], t.after["RewriteCUDAGraph"]
 
 

@@ -29,11 +29,11 @@ import _zoo  # noqa: F401  (bench/_zoo.py: puts the repository root on the path,
 import tvm
 
 import tvm_memplan
+from tvm_memplan import pass_names
 from tvm_memplan.analysis import memory_plan
 from tvm_memplan.instrument import capture
 from zoo.llm import LLAMA3_8B, QWEN2_0_5B, SMALL, llm_module, mlc_llm_pipeline
 
-STOCK_PLANNER = "StaticPlanBlockMemory"
 OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
 #: The pooled allocator's page (src/runtime/memory/pooled_allocator.h).
 POOL_PAGE = 4096
@@ -49,7 +49,7 @@ def planner_inputs(config) -> tuple[tvm.IRModule, tvm.IRModule]:
     stock = mlc_llm_pipeline(target, variable_bounds=config.variable_bounds)
     ours = tvm_memplan.relax_pipeline(stock)
     with target:
-        stock_in = capture(lambda: stock(mod), [STOCK_PLANNER])[STOCK_PLANNER]
+        stock_in = capture(lambda: stock(mod), [pass_names.STOCK_PLANNER])[pass_names.STOCK_PLANNER]
         ours_in = capture(lambda: ours(mod), [OUR_PLANNER])[OUR_PLANNER]
     return stock_in, ours_in
 

@@ -43,14 +43,13 @@ from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
 import tvm_memplan
+from tvm_memplan import pass_names
 from tvm_memplan.analysis import count_calls, memory_plan, planner_input, storage_after_planning
 from tvm_memplan.instrument import capture
 from tvm_memplan.testing import device_kernel_names, identical_relax_results, relax_inputs
 from zoo import llm
 
 TARGET = "llvm"
-STOCK_PLANNER = "StaticPlanBlockMemory"
-OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
 #: The LLM modules of section (g): bench/llm.py's small model and Qwen2-0.5B's shapes, and an
 #: MLC-style model of hidden size 256 (the size of MLC-LLM's tiny test Llama).
 LLM_CONFIGS = {
@@ -83,7 +82,7 @@ def compile_capturing(mod: tvm.IRModule, memplan: bool, target: str, passes, aft
 
 
 def planner_of(memplan: bool) -> str:
-    return OUR_PLANNER if memplan else STOCK_PLANNER
+    return pass_names.PLANNER if memplan else pass_names.STOCK_PLANNER
 
 
 def build(mod: tvm.IRModule, memplan: bool):

@@ -58,6 +58,8 @@ from tvm import relax
 
 import tvm_memplan
 from tvm_memplan.analysis.cuda_graphs import (
+    ENTRY_CHECK,
+    USE_CUDA_GRAPH,
     CaptureComparison,
     CaptureSummary,
     compare_capture,
@@ -67,8 +69,6 @@ from tvm_memplan.analysis.cuda_graphs import (
 from tvm_memplan.instrument import trace
 
 DEFAULT_SOURCE = "/tmp/mlc-src/python"
-CUDA_GRAPHS = "relax.backend.use_cuda_graph"
-CHECK = "vm.builtin.match_shape"
 #: MLC-LLM's pass that records the planned bytes (its pass name), and TVM's that captures.
 ATTACH_METADATA = "AttachMetadata"
 REWRITE = "RewriteCUDAGraph"
@@ -371,18 +371,13 @@ def _count_checks(after: tvm.IRModule, build: Build) -> None:
     for gv, func in after.functions.items():
         if not isinstance(func, relax.Function):
             continue
-        n = _calls_to(func, CHECK)
+        n = _calls_to(func, ENTRY_CHECK)
         build.checks += n
         summary = top_level.get(gv.name_hint)
         if summary is None:
             build.checks_in_graphs += n
             continue
-        graph_calls = [i for i, call in enumerate(summary.calls) if "cuda_graph" in call]
-        build.checks_after_graph += sum(
-            1
-            for i, call in enumerate(summary.calls)
-            if call.endswith(f"= {CHECK}") and graph_calls and i > graph_calls[0]
-        )
+        build.checks_after_graph += len(summary.checks_after_a_graph)
 
 
 def _violation(mod: tvm.IRModule) -> str | None:
@@ -423,7 +418,7 @@ def _measure(build_fn: Callable[[], object], config: dict) -> Build:
     """Whole build with CUDA graphs on (RewriteCUDAGraph's output kept), then the build with
     them off up to MLC-LLM's AttachMetadata (its temporary-buffer figure)."""
     result = Build()
-    on = {**config, CUDA_GRAPHS: True}
+    on = {**config, USE_CUDA_GRAPH: True}
     t = trace(build_fn, [REWRITE, ATTACH_METADATA], catch=True, config=on)
     if t.error is None and not isinstance(t.result, relax.VMExecutable):
         result.error = f"the build returned {type(t.result).__name__}, not an executable"
@@ -439,7 +434,7 @@ def _measure(build_fn: Callable[[], object], config: dict) -> Build:
         if result.ill_formed:
             result.renewed_ill_formed = _violation(_renewed(result.after_rewrite))
         _count_checks(result.after_rewrite, result)
-    off = {**config, CUDA_GRAPHS: False}
+    off = {**config, USE_CUDA_GRAPH: False}
     t = trace(build_fn, [ATTACH_METADATA], stop_after=ATTACH_METADATA, catch=True, config=off)
     if ATTACH_METADATA in t.before:
         result.temp_bytes[False] = _temporary_buffer(t.before[ATTACH_METADATA])

@@ -8,10 +8,14 @@ named here.
 
 from __future__ import annotations
 
+import tvm
+
 from . import transform
 
 #: tvm-memplan's StaticPlanBlockMemory.
 PLANNER = transform.StaticPlanBlockMemory().info.name
+#: TVM's StaticPlanBlockMemory, the pass ours replaces (and the report and benchmarks compare).
+STOCK_PLANNER = tvm.relax.transform.StaticPlanBlockMemory().info.name
 #: DataflowUseInplaceCalls, as it runs inside the pipelines (before legalization, after the
 #: schedules).
 INPLACE = transform.DataflowUseInplaceCalls().info.name

@@ -6,7 +6,7 @@ RewriteCUDAGraph lifts each region it captures into a function of its own and ca
 ``cuda_graph_alloc``, called through ``vm.builtin.cuda_graph.get_cached_alloc``. Example::
 
     t = trace(lambda: tvm_memplan.compile(mod, "cuda"), ["RewriteCUDAGraph"],
-              config={"relax.backend.use_cuda_graph": True})
+              config={USE_CUDA_GRAPH: True})
     graphs = cuda_graph_capture(t.after["RewriteCUDAGraph"])
     graphs["main"].regions     # [["fused_matmul_relu", "softmax"], ...]: kernels, in order
     graphs["main"].outside     # kernels launched one by one
@@ -21,6 +21,8 @@ import tvm
 from tvm import relax
 
 __all__ = [
+    "ENTRY_CHECK",
+    "USE_CUDA_GRAPH",
     "CaptureComparison",
     "CaptureSummary",
     "compare_capture",
@@ -28,6 +30,10 @@ __all__ = [
     "kernel_name",
 ]
 
+#: The PassContext option under which TVM's pipelines (and MLC-LLM's) run RewriteCUDAGraph.
+USE_CUDA_GRAPH = "relax.backend.use_cuda_graph"
+#: The packed function tvm-memplan's entry checks on bounded sizes call (the VM's shape match).
+ENTRY_CHECK = "vm.builtin.match_shape"
 RUN_OR_CAPTURE = "vm.builtin.cuda_graph.run_or_capture"
 GET_CACHED_ALLOC = "vm.builtin.cuda_graph.get_cached_alloc"
 
@@ -47,6 +53,18 @@ class CaptureSummary:
     @property
     def captured(self) -> list[str]:
         return [kernel for region in self.regions for kernel in region]
+
+    @property
+    def entry_checks(self) -> list[int]:
+        """Where in ``calls`` the function checks a bounded size (calls of ENTRY_CHECK)."""
+        return [i for i, call in enumerate(self.calls) if call.endswith(f"= {ENTRY_CHECK}")]
+
+    @property
+    def checks_after_a_graph(self) -> list[int]:
+        """The entry checks after the function's first captured region: those would not guard
+        the sizes a graph was captured at."""
+        graphs = [i for i, call in enumerate(self.calls) if call.endswith(f"= {RUN_OR_CAPTURE}")]
+        return [i for i in self.entry_checks if graphs and i > graphs[0]]
 
 
 def kernel_name(name: str) -> str:

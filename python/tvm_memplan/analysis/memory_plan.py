@@ -7,7 +7,10 @@ from __future__ import annotations
 import tvm
 import tvm_ffi
 
-from .. import _lib  # noqa: F401  (registers the record types before they are bound below)
+from .. import (
+    _lib,  # noqa: F401  (registers the record types before they are bound below)
+    pass_names,
+)
 from .._options import takes_options
 from ..instrument import capture
 from ..transform.static_plan_block_memory import MemoryPlanOptions
@@ -23,8 +26,6 @@ __all__ = [
     "memory_plan_at",
     "unsafe_inplace_writes",
 ]
-
-_STOCK_PLANNER = "StaticPlanBlockMemory"
 
 
 @tvm_ffi.register_object("tvm_memplan.relax.PlannedTensor")
@@ -94,7 +95,7 @@ def planner_input(mod: tvm.IRModule, target="llvm") -> tvm.IRModule:
     target = tvm.target.Target(target)
     with target:
         run = lambda: stock_relax_pipeline(target)(mod)  # noqa: E731
-        return capture(run, [_STOCK_PLANNER])[_STOCK_PLANNER]
+        return capture(run, [pass_names.STOCK_PLANNER])[pass_names.STOCK_PLANNER]
 
 
 @takes_options(MemoryPlanOptions)

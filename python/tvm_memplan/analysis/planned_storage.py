@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import tvm
 
+from .. import pass_names
 from ..instrument import capture
 from ._helpers import element_bytes
 
 __all__ = ["PlannedStorage", "planned_storage", "storage_after_planning"]
 
-_PLANNER = "StaticPlanBlockMemory"
 
 #: Bytes: an int, or an int64 TIR expression of the shape variables where the size is symbolic.
 Bytes = int | tvm.prim.Expr
@@ -42,9 +42,9 @@ def planned_storage(mod: tvm.IRModule, target="llvm") -> PlannedStorage:
     if not isinstance(mod, tvm.IRModule):
         raise TypeError(f"planned_storage expects a tvm.IRModule, got {type(mod).__name__}")
     with tvm.target.Target(target):
-        planned = capture(lambda: tvm.relax.get_pipeline("default")(mod), [_PLANNER], after=True)[
-            _PLANNER
-        ]
+        planned = capture(
+            lambda: tvm.relax.get_pipeline("default")(mod), [pass_names.STOCK_PLANNER], after=True
+        )[pass_names.STOCK_PLANNER]
     return storage_after_planning(planned)
 
 

@@ -86,7 +86,6 @@ RECORDED_PASSES = (
 # Where placement is decided in the memplan build: our tagging runs right before it.
 _STOCK_PLACEMENT_POINT = "tirx.StorageRewrite"
 # TVM's planner, as its pass is named.
-_STOCK_PLANNER = "StaticPlanBlockMemory"
 # The last of our passes in the memplan build (host finalization): after it, code generation.
 _OUR_LAST_PASS = pass_names.LOWER_BUILTIN
 
@@ -298,11 +297,11 @@ def tool_planner_input(
     """What TVM's planner receives in the tool's Relax pipeline ``base`` without our passes."""
     captured = _trace_compile(
         lambda: _run_relax_pipeline(base, mod, target),
-        [_STOCK_PLANNER],
-        stop_before=_STOCK_PLANNER,
+        [pass_names.STOCK_PLANNER],
+        stop_before=pass_names.STOCK_PLANNER,
     )
-    if _STOCK_PLANNER in captured.before:
-        return captured.before[_STOCK_PLANNER]
+    if pass_names.STOCK_PLANNER in captured.before:
+        return captured.before[pass_names.STOCK_PLANNER]
     stages.failed(
         "pipeline.stock",
         f"{TVMS} build with the tool's Relax pipeline",

@@ -13,6 +13,7 @@ import tvm_ffi
 
 from .. import (
     _lib,  # noqa: F401  (the library must be loaded before its functions are bound)
+    pass_names,
     pipeline,
 )
 from ..instrument import capture
@@ -205,7 +206,7 @@ def compile_with_planner(mod: tvm.IRModule, target="llvm", planner: str = "stock
     if planner == "stock":
         return tvm.compile(mod, target=target)
     if planner == "none":
-        with tvm.transform.PassContext(disabled_pass=["StaticPlanBlockMemory"]):
+        with tvm.transform.PassContext(disabled_pass=[pass_names.STOCK_PLANNER]):
             return tvm.compile(mod, target=target)
     if planner == "memplan":
         with pipeline.substituted(pipeline.PLANNER_SUBSTITUTIONS, "Relax pipeline"):
