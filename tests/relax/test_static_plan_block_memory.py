@@ -905,6 +905,14 @@ class TestFallsBackToTheStockPlanWhenItIsSmaller(PlanPass):
         assert (plan.planner, plan.planned_bytes, plan.stock_bytes) == ("stock", 4160 + 64, 192)
         assert plan.decision == "stock_smaller"
 
+    def test_figures_of_each_build(self):
+        """A build's figure is the plan it runs: the pass applies the stock plan here, so the
+        memplan build's bytes are the stock planner's, not ours."""
+        (plan,) = self.plans()
+        figures = {build: plan.bytes_of(build) for build in ("stock", "memplan", "planned")}
+        assert figures == {"stock": 192, "memplan": 192, "planned": 4160 + 64}
+        assert int(plan.size_of("memplan")) == 192
+
 
 class TestFallBackToStockCanBeTurnedOff(PlanCase):
     """`fall_back_to_stock=False` keeps our plan, although the stock one is smaller: `b` at

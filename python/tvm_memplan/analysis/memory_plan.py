@@ -53,6 +53,16 @@ class StorageAllocation(tvm_ffi.Object):
     """One ``R.memory.alloc_storage`` of a plan."""
 
 
+#: Per build, the fields of a FunctionMemoryPlan that give its bytes and its size: "stock" (TVM's
+#: planner on the same IR), "memplan" (what StaticPlanBlockMemory applies: ``applied_*``),
+#: "planned" (tvm-memplan's planner).
+_BUILD_FIELDS = {
+    "stock": ("stock_bytes", "stock_size"),
+    "memplan": ("applied_bytes", "applied_size"),
+    "planned": ("planned_bytes", "planned_size"),
+}
+
+
 @tvm_ffi.register_object("tvm_memplan.relax.FunctionMemoryPlan")
 class FunctionMemoryPlan(tvm_ffi.Object):
     """The memory plan of one Relax function: tensors, storages, the peak-live bound and the
@@ -75,6 +85,15 @@ class FunctionMemoryPlan(tvm_ffi.Object):
     def applied_size(self):
         """The same as an expression of the shape variables."""
         return self.stock_size if self.applies_stock else self.planned_size
+
+    def bytes_of(self, build: str) -> int:
+        """The function's bytes in ``build``: "stock" (TVM's planner), "memplan" (what the pass
+        applies) or "planned" (tvm-memplan's planner); -1 where it has no such figure."""
+        return int(getattr(self, _BUILD_FIELDS[build][0]))
+
+    def size_of(self, build: str):
+        """The same as an expression of the shape variables."""
+        return getattr(self, _BUILD_FIELDS[build][1])
 
     def live_bytes(self) -> list[int]:
         """Bytes of static-size tensors live at each program point, every tensor from its

@@ -62,11 +62,11 @@ class BuildSummary:
     note: str = ""
 
 
-def _figure(plan, integer: str, expression: str):
-    """The plan's bytes at its bounds (what depends on a variable without one is not in it, as
-    the record counts), or its expression when it has no such figure."""
-    value = int(getattr(plan, integer))
-    return value if value >= 0 else sizes.simplify(getattr(plan, expression))
+def _figure(plan, build: str):
+    """The plan's bytes in ``build`` at its bounds (what depends on a variable without one is not
+    in it, as the record counts), or its expression when it has no such figure."""
+    value = plan.bytes_of(build)
+    return value if value >= 0 else sizes.simplify(plan.size_of(build))
 
 
 def summarize_build(
@@ -106,11 +106,9 @@ def summarize_build(
     plans = analysis.memory_plan(planner_input, target or "llvm", pipeline=None)
     summary.functions = len(plans)
     calls_each_other = any(needs.calls_other_relax(planner_input, str(p.function)) for p in plans)
-    planned = [_figure(p, "applied_bytes", "applied_size") for p in plans]
+    planned = [_figure(p, "memplan") for p in plans]
     summary.planned = needs.vm_peak(planned, calls_each_other)
-    summary.stock_same_ir = needs.vm_peak(
-        [_figure(p, "stock_bytes", "stock_size") for p in plans], calls_each_other
-    )
+    summary.stock_same_ir = needs.vm_peak([_figure(p, "stock") for p in plans], calls_each_other)
     summary.bound = needs.vm_peak([int(p.peak_live_bytes) for p in plans], calls_each_other)
     if plans and not calls_each_other and all(isinstance(v, int) for v in planned):
         summary.largest = str(plans[planned.index(max(planned))].function)

@@ -264,9 +264,10 @@ def _vm(plan, evaluated, stock: bool):
     allocates (its plan, or the stock plan where it plans the function as TVM does)."""
     if plan is None:
         return None
+    build = "stock" if stock else "memplan"
     if evaluated is not None:
-        return int(evaluated.stock_bytes if stock else evaluated.applied_bytes)
-    return sizes.simplify(plan.stock_size if stock else plan.applied_size)
+        return evaluated.bytes_of(build)
+    return sizes.simplify(plan.size_of(build))
 
 
 def summary(report: Report, relax, shape_values: dict[str, int]) -> Summary:

@@ -83,13 +83,13 @@ class _Figures:
                 raise UnknownSizesError(missing)
             if missing:  # the plan's own figures leave out what depends on them
                 self.left_out |= set(missing)
-                return int(plan.stock_bytes) if build == "stock" else int(plan.applied_bytes)
+                return plan.bytes_of(build)
             plan = analysis.memory_plan_at(
                 plan, {k: v for k, v in self.values.items() if k in needed}
             )
         # The stock build plans with TVM's planner; the memplan build applies ours (or TVM's
         # plan where ours is not smaller).
-        return int(plan.stock_bytes) if build == "stock" else int(plan.applied_bytes)
+        return plan.bytes_of(build)
 
     def figure(self, value: int, build: str) -> int:
         return int(needs.vm_peak(self.functions(value)[build].values(), self.calls_each_other))

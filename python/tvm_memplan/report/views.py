@@ -190,33 +190,24 @@ def at_values(report: Report, nbytes: int | None, size) -> int | str | None:
     return None if size is None else sizes.text(size)
 
 
-#: The fields of a plan record each ``plan_bytes`` figure reads (``applied_*``: the
-#: ``FunctionMemoryPlan`` properties that choose between ours and the stock planner's).
-_PLAN_FIELDS = {
-    "memplan": ("applied_bytes", "applied_size"),
-    "planned": ("planned_bytes", "planned_size"),
-    "stock": ("stock_bytes", "stock_size"),
-}
-
-
 def plan_bytes(f, which: str) -> int | str | None:
     """A Relax function's plan bytes, as the plan records give them: at the summary's values
     where symbolic (``plan_at``), else the expression. ``which``: "memplan" (what the pass
     allocates), "planned" (tvm-memplan's planner), "stock" (TVM's planner on the same IR),
     "stock_build" (the stock build)."""
     if which == "stock_build":
-        plan, evaluated, fields = f.stock_build, f.stock_build_at, _PLAN_FIELDS["stock"]
+        plan, evaluated, which = f.stock_build, f.stock_build_at, "stock"
     else:
-        plan, evaluated, fields = f.plan, f.plan_at, _PLAN_FIELDS[which]
+        plan, evaluated = f.plan, f.plan_at
     if plan is None:
         return None
     if evaluated is not None:
-        value = int(getattr(evaluated, fields[0]))
+        value = evaluated.bytes_of(which)
         return value if value >= 0 else None
-    size = getattr(plan, fields[1])
+    size = plan.size_of(which)
     if size is not None and sizes.free_vars(size):
         return sizes.text(size)  # the record's bytes leave the symbolic part out
-    value = int(getattr(plan, fields[0]))
+    value = plan.bytes_of(which)
     return value if value >= 0 else None
 
 
