@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -281,10 +282,13 @@ def test_the_mlc_llm_check_refuses_a_folder_that_is_not_mlc_llm(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.skipif(
+needs_mlc_llm = pytest.mark.skipif(
     not (Path(MLC_LLM_SOURCE) / "mlc_llm" / "compiler_pass" / "pipeline.py").is_file(),
     reason=f"no MLC-LLM checkout at {MLC_LLM_SOURCE} (set MLC_LLM_SOURCE to its python folder)",
 )
+
+
+@needs_mlc_llm
 def test_mlc_llm_llama_captures_as_stock_does_in_mlc_llm_own_pipeline():
     """MLC-LLM's Llama built by MLC-LLM's compile for cuda with CUDA graphs on: ours builds,
     RewriteCUDAGraph's output is as well formed as stock's, no check is in or after a graph, and
@@ -294,3 +298,19 @@ def test_mlc_llm_llama_captures_as_stock_does_in_mlc_llm_own_pipeline():
     row = next(line for line in result.stdout.splitlines() if line.startswith("llama "))
     assert row.split()[1] == "yes/yes" and row.split()[-1] == "yes", row
     assert "ours holds on every model: yes" in result.stdout
+
+
+@needs_mlc_llm
+def test_mlc_llm_llama_plans_every_function_at_its_bound():
+    """MLC-LLM's Llama at hidden size 256 (the size at which a greedy order left `decode` above
+    its bound) in MLC-LLM's own pipeline: our planner places every function at its peak-live
+    bound, and says so."""
+    sizes = ["--set", "hidden_size=256", "--set", "intermediate_size=1024"]
+    result = _mlc_llm_check(MLC_LLM_SOURCE, "--models", "llama", "--plans", *sizes)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    rows = [
+        line.split() for line in result.stdout.splitlines() if re.match(r"llama +\w+ +\d", line)
+    ]
+    assert {row[1] for row in rows} >= {"decode", "prefill", "batch_decode", "batch_verify"}
+    for row in rows:
+        assert row[2] == row[3] and row[-1] == "at_bound", row

@@ -35,7 +35,7 @@ hint) and the kernels writing logits stay outside every graph in both builds.
 
     PYTHONPATH=python python tools/mlc_llm_cuda_graphs.py [MLC_PYTHON] [--models llama,qwen2]
         [--quantization q4f16_1] [--set prefill_chunk_size=2048] [--functions] [--kernels]
-        [--unstub PASS]
+        [--plans] [--unstub PASS]
 
 Exit status: 0 when ours holds everywhere, 1 when it falls short somewhere, 2 on bad input.
 """
@@ -57,6 +57,7 @@ import tvm
 from tvm import relax
 
 import tvm_memplan
+from tvm_memplan import analysis, pass_names
 from tvm_memplan.analysis.cuda_graphs import (
     ENTRY_CHECK,
     USE_CUDA_GRAPH,
@@ -315,6 +316,8 @@ class Build:
     checks: int = 0
     checks_in_graphs: int = 0
     checks_after_graph: int = 0
+    #: Our planner's record of each function it planned (ours only; graphs on).
+    plans: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -414,12 +417,16 @@ def _temporary_buffer(planned: tvm.IRModule) -> int:
     return max(estimate._MemoryEstimator().run(planned).values())
 
 
-def _measure(build_fn: Callable[[], object], config: dict) -> Build:
-    """Whole build with CUDA graphs on (RewriteCUDAGraph's output kept), then the build with
-    them off up to MLC-LLM's AttachMetadata (its temporary-buffer figure)."""
+def _measure(build_fn: Callable[[], object], config: dict, target) -> Build:
+    """Whole build with CUDA graphs on (RewriteCUDAGraph's output kept, our planner's records
+    where it ran), then the build with them off up to MLC-LLM's AttachMetadata (its
+    temporary-buffer figure)."""
     result = Build()
     on = {**config, USE_CUDA_GRAPH: True}
-    t = trace(build_fn, [REWRITE, ATTACH_METADATA], catch=True, config=on)
+    t = trace(build_fn, [pass_names.PLANNER, REWRITE, ATTACH_METADATA], catch=True, config=on)
+    if pass_names.PLANNER in t.before:
+        planner_input = t.before[pass_names.PLANNER]
+        result.plans = list(analysis.memory_plan(planner_input, target, pipeline=None))
     if t.error is None and not isinstance(t.result, relax.VMExecutable):
         result.error = f"the build returned {type(t.result).__name__}, not an executable"
     if t.error is not None:
@@ -471,11 +478,13 @@ def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
         config = dict(tvm.transform.PassContext.current().config)  # MLC-LLM's pass config
         target = args.target
         results["stock"] = _measure(
-            lambda: tvm.compile(mod, target, relax_pipeline=pipeline), config
+            lambda: tvm.compile(mod, target, relax_pipeline=pipeline), config, target
         )
         ours = tvm_memplan.relax_pipeline(pipeline)
         results["ours"] = _measure(
-            lambda: tvm.compile(mod, target, relax_pipeline=ours, tir_pipeline="memplan"), config
+            lambda: tvm.compile(mod, target, relax_pipeline=ours, tir_pipeline="memplan"),
+            config,
+            target,
         )
 
     # mlc_llm compile reports the last build's figures after build_func returns; where that
@@ -523,6 +532,29 @@ def _bytes(build: Build, graphs: bool) -> str:
 def _ratio(ours: Build, stock: Build, graphs: bool) -> str:
     a, b = ours.temp_bytes.get(graphs), stock.temp_bytes.get(graphs)
     return "-" if not a or not b else f"{a / b:.3f}"
+
+
+def print_plans(results: list[ModelResult]) -> None:
+    """Per function, our planner's record on the input MLC-LLM's pipeline hands it."""
+    header = (
+        f"{'model':<8} {'function':<36} {'bound':>10} {'ours':>10} {'stock':>10} "
+        f"{'ours/stock':>10}  optimality"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        for p in r.ours.plans:
+            ours, stock = p.bytes_of("memplan"), p.bytes_of("stock")
+            ratio = f"{ours / stock:.3f}" if stock > 0 else ""
+            print(
+                f"{r.name:<8} {str(p.function):<36} {int(p.peak_live_bytes):>10} {ours:>10} "
+                f"{stock:>10} {ratio:>10}  {p.optimality}"
+            )
+    print("-" * len(header))
+    print(
+        "bytes with CUDA graphs on, symbolic sizes at MLC-LLM's bounds: bound: the peak-live "
+        "bound; ours: what our planner's pass applies; stock: TVM's planner on the same IR"
+    )
 
 
 def print_table(results: list[ModelResult], functions: bool, kernels: bool) -> None:
@@ -627,6 +659,11 @@ def main() -> int:
     )
     parser.add_argument("--functions", action="store_true", help="per-function lines too")
     parser.add_argument(
+        "--plans",
+        action="store_true",
+        help="per function, our planner's bound, bytes and optimality next to TVM's planner",
+    )
+    parser.add_argument(
         "--kernels", action="store_true", help="per function, the kernels of each graph too"
     )
     parser.add_argument(
@@ -676,6 +713,9 @@ def main() -> int:
     print()
     results = [compile_model(name, args.quantization, overrides) for name in names]
     print_table(results, args.functions, args.kernels)
+    if args.plans:
+        print()
+        print_plans(results)
     holds = all(r.holds for r in results)
     print(f"ours holds on every model: {'yes' if holds else 'NO'}")
     return 0 if holds else 1
