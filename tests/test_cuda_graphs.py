@@ -282,10 +282,9 @@ def test_the_mlc_llm_check_refuses_a_folder_that_is_not_mlc_llm(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-needs_mlc_llm = pytest.mark.skipif(
-    not (Path(MLC_LLM_SOURCE) / "mlc_llm" / "compiler_pass" / "pipeline.py").is_file(),
-    reason=f"no MLC-LLM checkout at {MLC_LLM_SOURCE} (set MLC_LLM_SOURCE to its python folder)",
-)
+MLC_LLM_AT_HAND = (Path(MLC_LLM_SOURCE) / "mlc_llm" / "compiler_pass" / "pipeline.py").is_file()
+NO_MLC_LLM = f"no MLC-LLM checkout at {MLC_LLM_SOURCE} (set MLC_LLM_SOURCE to its python folder)"
+needs_mlc_llm = pytest.mark.skipif(not MLC_LLM_AT_HAND, reason=NO_MLC_LLM)
 
 
 @needs_mlc_llm

@@ -31,7 +31,7 @@ from tvm_memplan.testing import (
     peak_live_bytes,
     relax_vm,
 )
-from tvm_memplan.testing.compare import CompareBeforeAfter, relax_module
+from tvm_memplan.testing.compare import CompareBeforeAfter, relax_module, skipped
 from tvm_memplan.transform import StaticPlanBlockMemory
 
 
@@ -86,17 +86,6 @@ EXP, ADD, ADD2, EXP_N, FILL = (
 STOCK = "stock"
 
 
-def _skipped(check, reason: str):
-    """`check` marked skipped with `reason`: a function of its own per case, since a mark applied
-    to the shared one would mark every case."""
-
-    def test(self):
-        check(self)
-
-    test.__name__ = check.__name__
-    return pytest.mark.skip(reason=reason)(test)
-
-
 class PlanPass(CompareBeforeAfter):
     """`before` -> `expected` under the pass with `options` (under `target`, where one is set).
     `expected` may also be STOCK, an exception class (with `match`), or None (unchanged)."""
@@ -136,7 +125,7 @@ class PlanCase(PlanPass):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("not_run"):
-            cls.test_results = _skipped(PlanCase.test_results, cls.not_run)
+            cls.test_results = skipped(PlanCase.test_results, cls.not_run)
 
     def test_results(self):
         after = self.transform(self.before)

@@ -228,14 +228,16 @@ def build():
 """
 
 
+NO_TORCH = (
+    "torch is a development extra (4 GB with its CUDA wheels), not installed by CI's fresh venv; "
+    "the torch-exported paths run where it is (this test, bench --torchvision)"
+)
+
+
 def test_a_torch_exported_model_names_its_modules(tmp_path):
     """A Python file whose build() returns a torch.export program: imported with TVM's torch
     frontend, weights as constants, tensors named after the torch modules that made them."""
-    pytest.importorskip(
-        "torch",
-        reason="torch is a development extra (4 GB with its CUDA wheels), not installed by CI's "
-        "fresh venv; the torch-exported paths run where it is (this test, bench --torchvision)",
-    )
+    pytest.importorskip("torch", reason=NO_TORCH)
     source = tmp_path / "net.py"
     source.write_text(TORCH_NET)
     net = runpy.run_path(str(source))["Net"]()

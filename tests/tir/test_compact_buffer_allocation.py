@@ -16,7 +16,7 @@ from tvm.script import tirx as T
 
 from tvm_memplan import analysis, testing
 from tvm_memplan.analysis import compacted_regions
-from tvm_memplan.testing.compare import CompareBeforeAfter
+from tvm_memplan.testing.compare import CompareBeforeAfter, skipped
 from tvm_memplan.transform import CompactBufferAllocation
 
 _simplify = tvm.transform.Sequential(
@@ -44,17 +44,6 @@ def _assert_equal(actual, expected, before):
         raise ValueError(f"compaction result differs:\n{script}") from err
 
 
-def _skipped(check, reason: str):
-    """`check` marked skipped with `reason`: a function of its own per case, since a mark applied
-    to the shared one would mark every case."""
-
-    def test(self):
-        check(self)
-
-    test.__name__ = check.__name__
-    return pytest.mark.skip(reason=reason)(test)
-
-
 class BaseCompactTest(CompareBeforeAfter):
     """Subclasses set `before` and `expected` (a PrimFunc, or an exception class); both are
     simplified before they are compared."""
@@ -79,7 +68,7 @@ class BaseCompactTest(CompareBeforeAfter):
         if cls.__dict__.get("not_run"):
             not_run["test_same_results"] = f"not run on the CPU: {cls.not_run}"
         for name, reason in not_run.items():
-            setattr(cls, name, _skipped(getattr(BaseCompactTest, name), reason))
+            setattr(cls, name, skipped(getattr(BaseCompactTest, name), reason))
 
     def compact(self, func):
         return _apply(CompactBufferAllocation(is_strict=self.is_strict), func)

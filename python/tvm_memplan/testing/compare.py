@@ -23,7 +23,27 @@ from __future__ import annotations
 
 import tvm
 
-__all__ = ["CompareBeforeAfter", "relax_module"]
+__all__ = ["CompareBeforeAfter", "relax_module", "skipped"]
+
+
+def _marked_copy(check, mark):
+    """``check`` (a test method shared by the cases of a base class) as a function of its own
+    with ``mark``: a mark on the shared function would mark every case."""
+
+    def test(self):
+        check(self)
+
+    test.__name__ = check.__name__
+    return mark(test)
+
+
+def skipped(check, reason: str):
+    """``check`` skipped for one case, saying why (``reason`` may not be empty)."""
+    import pytest
+
+    if not reason:
+        raise ValueError(f"skipping {check.__name__} needs a reason")
+    return _marked_copy(check, pytest.mark.skip(reason=reason))
 
 
 class CompareBeforeAfter:
@@ -44,12 +64,9 @@ class CompareBeforeAfter:
         if cls.__dict__.get("xfail"):
             import pytest
 
-            check = cls.test_transform  # the case's own check, if it has one
-
-            def test_transform(self):
-                check(self)
-
-            cls.test_transform = pytest.mark.xfail(reason=cls.xfail, strict=True)(test_transform)
+            mark = pytest.mark.xfail(reason=cls.xfail, strict=True)
+            # test_transform: the case's own check, if it has one
+            cls.test_transform = _marked_copy(cls.test_transform, mark)
 
     def transform(self, before):
         raise NotImplementedError(f"{type(self).__name__} sets no transform")
