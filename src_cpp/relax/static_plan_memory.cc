@@ -85,9 +85,8 @@ class PlanApplier {
       : alloc_storage_(ir::relax::GetOp(schema::op::MemoryAllocStorage)),
         alloc_tensor_(ir::relax::GetOp(schema::op::MemoryAllocTensor)),
         ensure_zero_offset_(ir::relax::GetOp(schema::op::EnsureZeroOffset)) {
-    const FunctionMemoryPlanObj& record = plan;
-    for (size_t i = 0; i < record.storages.size(); ++i) {
-      const auto* storage = record.storages[i].as<StorageAllocationObj>();
+    for (size_t i = 0; i < plan.storages.size(); ++i) {
+      const auto* storage = plan.storages[i].as<StorageAllocationObj>();
       Array<ObjectRef> args{ir::relax::MakeShapeExpr({storage->size}),
                             IntConst(kInt64, storage->device), StringConst(storage->scope),
                             ir::relax::MakeDataTypeConst(kUInt8)};
@@ -98,8 +97,8 @@ class PlanApplier {
               .ref());
       storage_vars_.push_back(var.ref());
     }
-    for (size_t i = 0; i < record.tensors.size(); ++i) {
-      const auto* tensor = record.tensors[i].as<PlannedTensorObj>();
+    for (size_t i = 0; i < plan.tensors.size(); ++i) {
+      const auto* tensor = plan.tensors[i].as<PlannedTensorObj>();
       if (tensor->storage >= 0) placed_[plan.bindings[i].get()] = tensor;
     }
     for (const ObjectRef& binding : plan.dropped_bindings) dropped_.insert(binding.get());
