@@ -78,6 +78,24 @@ bool SharedAcrossThreads(const std::string& scope, const std::string& thread_tag
   return storage_rank <= thread_rank;
 }
 
+/*!
+ * \brief Whether the iterations of `loop`, which encloses an allocation in `scope`, run together
+ *        on one copy of the buffer, so its region must cover all of them; what to say of the
+ *        loop then. Lanes of a vectorized loop run together whatever the scope: each needs its
+ *        own element, as threads of one thread index do. Without this, a temporary produced and
+ *        consumed in one vectorized iteration (split, compute_at, vectorize) shrinks to one
+ *        element and VectorizeLoop stores every lane to it.
+ */
+std::optional<std::string> SharedByIterations(const std::string& scope, const LoopScope& loop) {
+  std::string name = "`" + Var(loop.var).name() + "`";
+  if (loop.kind == ForKind::kVectorized) return name + " (vectorized: one element per lane)";
+  if (!loop.thread_tag.empty() && SharedAcrossThreads(scope, loop.thread_tag)) {
+    return name + " (" + loop.thread_tag + ": threads share " +
+           (scope.empty() ? std::string(scope::kGlobal) : scope) + " memory)";
+  }
+  return std::nullopt;
+}
+
 // ---- conditions --------------------------------------------------------------------------------
 
 /*! \brief A condition split into conjuncts, with `likely` stripped and bindings substituted. */
@@ -132,9 +150,9 @@ class RegionCollector : public ScopedVisitor {
     TrackedAllocation t(site);
     t.dims.resize(site.buffer.shape().size());
     for (size_t k = 0; k < site.loop_depth; ++k) {
-      const LoopScope& loop = loops()[k];
-      t.outer_relaxed.push_back(!loop.thread_tag.empty() &&
-                                SharedAcrossThreads(site.buffer.scope(), loop.thread_tag));
+      std::optional<std::string> shared = SharedByIterations(site.buffer.scope(), loops()[k]);
+      t.outer_relaxed.push_back(shared.has_value());
+      if (shared) t.relaxed_over.push_back(*shared);
     }
     if (site.kind == AllocationSite::Kind::kAllocBuffer) {
       Map<String, Any> annotations = AllocBuffer(site.node).annotations();

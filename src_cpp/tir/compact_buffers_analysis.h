@@ -15,8 +15,9 @@
  * \endcode
  *
  * Rules, in the order the analysis applies them:
- *  - The region of a buffer is relaxed over the loops entered after its allocation, and over
- *    the enclosing threads that share its storage scope (global: all threads, shared:
+ *  - The region of a buffer is relaxed over the loops entered after its allocation, over the
+ *    enclosing vectorized loops (their lanes run together: one element each, in any scope), and
+ *    over the enclosing threads that share its storage scope (global: all threads, shared:
  *    threadIdx and vthread, warp: threadIdx.x, local and fragments: none). Views declared
  *    later (`T.decl_buffer(data=B.data)`) count as accesses of B made at B's definition depth.
  *  - Accesses under a provably false condition do not count. Conditions that bound a loop
@@ -25,6 +26,8 @@
  *  - An offset may use only variables visible at the allocation; an extent must not depend
  *    on loops or data. A loop-dependent extent takes the tightest constant bound we can
  *    prove (min/max terms are bounded pairwise), a data-dependent one the original extent.
+ *    Where TVM's region estimate raises (`i // 4 - i // 4` reaches "Divide by zero"), the
+ *    dimensions of that access keep their extent.
  *  - Strict mode clamps each dimension to the original extent.
  *  - The buffer stays as it is when its memory escapes: its pointer is used opaquely
  *    (`B.data`, `address_of`, `tvm_access_ptr`), a view reinterprets it (another dtype,

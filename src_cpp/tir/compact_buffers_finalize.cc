@@ -84,6 +84,7 @@ class Finalizer {
     result_->original_shape = IntsWhereConstant(buffer.shape());
     result_->original_strides = IntsWhereConstant(buffer.strides());
     for (const Buffer& view : views) result_->views.push_back(String(view.name()));
+    for (const std::string& loop : t_.relaxed_over) result_->relaxed_over.push_back(String(loop));
     if (std::optional<int64_t> bytes = buffer.ConstSizeBytes()) result_->original_bytes = *bytes;
     if (std::optional<ObjectRef> size =
             AllocatedBytesExpr(buffer.shape(), buffer.strides(), buffer.dtype())) {

@@ -33,6 +33,10 @@ void CompactedRegionObj::RegisterReflection() {
       .def_ro("views", &R::views, "The decl_buffer views compacted with the buffer.")
       .def_ro("reason", &R::reason, "Why the buffer stays as it is; None when compacted.")
       .def_ro("notes", &R::notes, "Dimensions kept at their extent although others compact.")
+      .def_ro("relaxed_over", &R::relaxed_over,
+              "Loops around the allocation whose iterations share the buffer, so its region "
+              "covers all of them: vectorized loops (lanes run together) and threads that share "
+              "its storage scope.")
       .def_ro("original_bytes", &R::original_bytes,
               "Bytes as allocated (ir::AllocatedBytes); None when symbolic.")
       .def_ro("compacted_bytes", &R::compacted_bytes, "Bytes after compaction; None when symbolic.")

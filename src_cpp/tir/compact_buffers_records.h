@@ -74,6 +74,7 @@ class CompactedRegionObj : public ffi::Object {
   ffi::Array<ffi::String> views;
   ffi::Optional<ffi::String> reason;
   ffi::Array<ffi::String> notes;
+  ffi::Array<ffi::String> relaxed_over;
   ffi::Optional<int64_t> original_bytes;
   ffi::Optional<int64_t> compacted_bytes;
   ffi::Optional<ffi::ObjectRef> original_size;
@@ -136,8 +137,12 @@ struct TrackedAllocation {
   std::string give_up;
   std::vector<DimState> dims;
   bool accessed = false;
-  /*! \brief For each loop enclosing the allocation: relax it (a thread sharing the buffer)? */
+  /*!
+   * \brief For each loop enclosing the allocation: relax it (vector lanes or threads sharing the
+   *        buffer)? The relaxed ones, described, in `relaxed_over`.
+   */
   std::vector<bool> outer_relaxed;
+  std::vector<std::string> relaxed_over;
   /*!
    * \brief Loops with a smaller index may not appear in the offset: an access sits in a
    *        non-opaque block entered inside them, which may not use outer loop variables.

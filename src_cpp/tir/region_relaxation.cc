@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 #include <utility>
 
 namespace tvm_memplan {
@@ -17,6 +18,9 @@ using namespace ir;
 namespace {
 
 constexpr int64_t kNoLowerBound = std::numeric_limits<int64_t>::min();
+
+/*! \brief The first line of an error message, for a reason that fits on one line. */
+std::string FirstLine(const std::string& message) { return message.substr(0, message.find('\n')); }
 
 /*! \brief (base, span) of one index: a ramp covers base + [0, span]; nullopt span when unknown. */
 std::pair<ObjectRef, std::optional<int64_t>> IndexBase(const ObjectRef& index) {
@@ -198,6 +202,8 @@ void EstimatedRanges(const LoopRanges& ranges, const RelaxationScope& scope,
     }
   }
   std::optional<std::vector<Interval>> box;
+  // What TVM's estimator raised, when it did: every dimension then keeps its extent.
+  std::string failure;
   try {
     box = analyzer->EstimateRegion(region, var_dom, predicate, Analyzer::RegionBound::kUpper);
   } catch (const ffi::Error& error) {
@@ -205,11 +211,25 @@ void EstimatedRanges(const LoopRanges& ranges, const RelaxationScope& scope,
     // only the bound of a symbolic one by its variables' types (a GEMV over an int32
     // `vocab_size`, tiled by 64, spans [0, 2^31 - 1]) can overflow it ("Literal value 2147483648
     // exceeds range of int32"): then the loops' own symbolic ranges, as TVM's pass relaxes them.
-    if (!bounded_symbolic || error.kind() != "ValueError") throw;
-    box = analyzer->EstimateRegion(region, symbolic_dom, predicate, Analyzer::RegionBound::kUpper);
+    // It also fails outright on indices whose loop terms cancel (`t[i // 4 - i // 4]` reaches
+    // "Divide by zero" in its iter-map detection).
+    failure = error.kind() + ": " + FirstLine(error.message());
+    if (bounded_symbolic && error.kind() == "ValueError") {
+      try {
+        box = analyzer->EstimateRegion(region, symbolic_dom, predicate,
+                                       Analyzer::RegionBound::kUpper);
+        failure.clear();
+      } catch (const ffi::Error& retry) {
+        failure = retry.kind() + ": " + FirstLine(retry.message());
+      }
+    }
   }
   for (size_t d = 0; d < items.size(); ++d) {
     if (!out->unknown[d].empty()) continue;
+    if (!failure.empty()) {
+      out->unknown[d] = "TVM's region estimate raised " + failure;
+      continue;
+    }
     if (!box || d >= box->size() || !(*box)[d].bounded()) {
       out->unknown[d] = reads_memory[d] ? "index depends on data" : "index is unbounded";
       continue;

@@ -920,6 +920,206 @@ class TestWarpMemoryRelaxesThreadIdxXOnly(BaseCompactTest):
     not_run = "GPU thread bindings: a kernel for a GPU, checked as IR only here"
 
 
+# ---- 4b. vector lanes -------------------------------------------------------------------------
+# Lanes of a vectorized loop run together, like threads of one thread index: a buffer allocated
+# inside the loop keeps one element per lane. Split, compute_at into the inner loop and vectorize
+# (the most common CPU schedule) hands compaction such a buffer once
+# PlanAndUpdateBufferAllocationLocation has moved it into the loop; shrunk to one iteration's
+# element, VectorizeLoop stores every lane to it and the last lane wins (stock TVM does so).
+
+_STOCK_SHARES_LANES = (
+    "stock shrinks the buffer to the one element an iteration touches, so the lanes share it "
+    "(test_stock_compaction_gives_the_lanes_one_element)"
+)
+
+
+class TestVectorLanesEachKeepAnElement(BaseCompactTest):
+    """The reproducer of issue 35 as the pipeline hands it to compaction: B is relaxed over the
+    vectorized `i_1` (four elements, offset `i_0 * 4`), not shrunk to the one element an
+    iteration touches."""
+
+    @T.prim_func(s_tir=True)
+    def before(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        for i_0 in range(2):
+            for i_1 in T.vectorized(4):
+                with T.sblock():
+                    T.reads(A[i_0 * 4 + i_1])
+                    T.writes(C[i_0 * 4 + i_1])
+                    B = T.sblock_alloc_buffer((8,))
+                    with T.sblock():
+                        T.reads(A[i_0 * 4 + i_1])
+                        T.writes(B[i_0 * 4 + i_1])
+                        B[i_0 * 4 + i_1] = A[i_0 * 4 + i_1] * T.float32(2)
+                    with T.sblock():
+                        T.reads(B[i_0 * 4 + i_1])
+                        T.writes(C[i_0 * 4 + i_1])
+                        C[i_0 * 4 + i_1] = B[i_0 * 4 + i_1] + T.float32(1)
+
+    @T.prim_func(s_tir=True)
+    def expected(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        for i_0 in range(2):
+            for i_1 in T.vectorized(4):
+                with T.sblock():
+                    T.reads(A[i_0 * 4 + i_1])
+                    T.writes(C[i_0 * 4 + i_1])
+                    B = T.sblock_alloc_buffer((4,))
+                    with T.sblock():
+                        T.reads(A[i_0 * 4 + i_1])
+                        T.writes(B[i_1])
+                        B[i_1] = A[i_0 * 4 + i_1] * T.float32(2)
+                    with T.sblock():
+                        T.reads(B[i_1])
+                        T.writes(C[i_0 * 4 + i_1])
+                        C[i_0 * 4 + i_1] = B[i_1] + T.float32(1)
+
+    larger_than_stock = _STOCK_SHARES_LANES
+
+
+class TestVectorLanesInLoweredTIR(BaseCompactTest):
+    """The same rule on a flat allocation inside the vectorized loop."""
+
+    @T.prim_func
+    def before(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        for i_0 in range(2):
+            for i_1 in T.vectorized(4):
+                B = T.alloc_buffer((8,))
+                B[i_0 * 4 + i_1] = A[i_0 * 4 + i_1] * T.float32(2)
+                C[i_0 * 4 + i_1] = B[i_0 * 4 + i_1] + T.float32(1)
+
+    @T.prim_func
+    def expected(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        for i_0 in range(2):
+            for i_1 in T.vectorized(4):
+                B = T.alloc_buffer((4,))
+                B[i_1] = A[i_0 * 4 + i_1] * T.float32(2)
+                C[i_0 * 4 + i_1] = B[i_1] + T.float32(1)
+
+    larger_than_stock = _STOCK_SHARES_LANES
+
+
+class TestVectorLanesRelaxOnlyTheirDimension(BaseCompactTest):
+    """Only the vectorized loop is relaxed: the serial `j` outside it still shrinks its
+    dimension to one element."""
+
+    @T.prim_func
+    def before(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+        for i_0, j in T.grid(2, 8):
+            for i_1 in T.vectorized(4):
+                B = T.alloc_buffer((8, 8))
+                B[i_0 * 4 + i_1, j] = A[i_0 * 4 + i_1, j] * T.float32(2)
+                C[i_0 * 4 + i_1, j] = B[i_0 * 4 + i_1, j] + T.float32(1)
+
+    @T.prim_func
+    def expected(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+        for i_0, j in T.grid(2, 8):
+            for i_1 in T.vectorized(4):
+                B = T.alloc_buffer((4, 1))
+                B[i_1, 0] = A[i_0 * 4 + i_1, j] * T.float32(2)
+                C[i_0 * 4 + i_1, j] = B[i_1, 0] + T.float32(1)
+
+    larger_than_stock = _STOCK_SHARES_LANES
+
+
+class TestVectorLanesOfALocalBuffer(BaseCompactTest):
+    """Lanes share every storage scope, local included (a `cache_write` into the loop)."""
+
+    @T.prim_func
+    def before(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        for i_0 in range(2):
+            for i_1 in T.vectorized(4):
+                B = T.alloc_buffer((8,), scope="local")
+                B[i_0 * 4 + i_1] = A[i_0 * 4 + i_1] * T.float32(2)
+                C[i_0 * 4 + i_1] = B[i_0 * 4 + i_1] + T.float32(1)
+
+    @T.prim_func
+    def expected(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        for i_0 in range(2):
+            for i_1 in T.vectorized(4):
+                B = T.alloc_buffer((4,), scope="local")
+                B[i_1] = A[i_0 * 4 + i_1] * T.float32(2)
+                C[i_0 * 4 + i_1] = B[i_1] + T.float32(1)
+
+    larger_than_stock = _STOCK_SHARES_LANES
+
+
+class TestVectorLanesInsideThreads(BaseCompactTest):
+    """A local buffer inside a vectorized loop inside threads (dlight's vectorized local
+    caches): relaxed over the lanes, not over the threads, which each have their own copy."""
+
+    @T.prim_func(s_tir=True)
+    def before(A: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
+        for bx in T.thread_binding(8, thread="blockIdx.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                for v in T.vectorized(4):
+                    with T.sblock():
+                        T.reads(A[bx * 128 + tx * 4 + v])
+                        T.writes(C[bx * 128 + tx * 4 + v])
+                        L = T.sblock_alloc_buffer((1024,), "float32", scope="local")
+                        L[bx * 128 + tx * 4 + v] = A[bx * 128 + tx * 4 + v]
+                        C[bx * 128 + tx * 4 + v] = L[bx * 128 + tx * 4 + v] * T.float32(2)
+
+    @T.prim_func(s_tir=True)
+    def expected(A: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
+        for bx in T.thread_binding(8, thread="blockIdx.x"):
+            for tx in T.thread_binding(32, thread="threadIdx.x"):
+                for v in T.vectorized(4):
+                    with T.sblock():
+                        T.reads(A[bx * 128 + tx * 4 + v])
+                        T.writes(C[bx * 128 + tx * 4 + v])
+                        L = T.sblock_alloc_buffer((4,), "float32", scope="local")
+                        L[v] = A[bx * 128 + tx * 4 + v]
+                        C[bx * 128 + tx * 4 + v] = L[v] * T.float32(2)
+
+    larger_than_stock = _STOCK_SHARES_LANES
+    not_run = "GPU thread bindings: a kernel for a GPU, checked as IR only here"
+
+
+class TestKeepsParallelIterationsTight(BaseCompactTest):
+    """Iterations of a parallel (or serial, or unrolled) loop do not run as lanes: each has its
+    own allocation, which still shrinks to the one element it touches."""
+
+    @T.prim_func
+    def before(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        for i in T.parallel(8):
+            B = T.alloc_buffer((8,))
+            B[i] = A[i] * T.float32(2)
+            C[i] = B[i] + T.float32(1)
+
+    @T.prim_func
+    def expected(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        for i in T.parallel(8):
+            B = T.alloc_buffer((1,))
+            B[0] = A[i] * T.float32(2)
+            C[i] = B[0] + T.float32(1)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        TestVectorLanesEachKeepAnElement,
+        TestVectorLanesInLoweredTIR,
+        TestVectorLanesRelaxOnlyTheirDimension,
+        TestVectorLanesOfALocalBuffer,
+    ],
+)
+def test_stock_compaction_gives_the_lanes_one_element(case):
+    """What the rule fixes: the stock pass on the same input computes wrong numbers (so the
+    cases' result checks can fail)."""
+    stock = _apply(tvm.s_tir.transform.CompactBufferAllocation(), case.before)
+    with pytest.raises(AssertionError, match="Mismatched elements"):
+        testing.assert_same_results(case.before, stock)
+
+
+def test_record_names_the_lanes_a_buffer_is_relaxed_over():
+    """The record says which enclosing loops share the buffer, and why."""
+    (record,) = compacted_regions(TestVectorLanesInLoweredTIR.before)
+    assert list(record.relaxed_over) == ["`i_1` (vectorized: one element per lane)"]
+    (record,) = compacted_regions(TestSharedRelaxesThreadIdxNotBlockIdx.before)
+    assert list(record.relaxed_over) == ["`tx` (threadIdx.x: threads share shared memory)"]
+    (record,) = compacted_regions(TestKeepsParallelIterationsTight.before)
+    assert list(record.relaxed_over) == []
+
+
 # ---- 5. aliasing ------------------------------------------------------------------------------
 
 
@@ -1567,6 +1767,47 @@ class TestHandleLetBeforeANonAffineIndex(BaseCompactTest):
             A[i] = B[i // 2]
 
     not_run = "the externs do not exist"
+
+
+class TestKeepsABufferWhoseIndexTVMCannotBound(BaseCompactTest):
+    """A non-affine index whose loop terms cancel (`i // 4 - i // 4`) makes TVM's region
+    estimate raise "Divide by zero": ours keeps that dimension whole, with the reason."""
+
+    @T.prim_func
+    def before(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        t = T.alloc_buffer((8,))
+        for i in range(8):
+            t[i // 4 - i // 4] = A[i]
+            C[i] = t[i // 4 - i // 4]
+
+    expected = before
+    stock_rejects = True
+
+
+class TestAffineTermsThatCancel(BaseCompactTest):
+    """`t[i - i]` is one element; the stock pass raises "Divide by zero" on it."""
+
+    @T.prim_func
+    def before(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        t = T.alloc_buffer((8,))
+        for i in range(8):
+            t[i - i] = A[i]
+            C[i] = t[i - i]
+
+    @T.prim_func
+    def expected(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        t = T.alloc_buffer((1,))
+        for i in range(8):
+            t[0] = A[i]
+            C[i] = t[0]
+
+    stock_rejects = True
+
+
+def test_the_reason_names_what_tvm_raised():
+    (record,) = compacted_regions(TestKeepsABufferWhoseIndexTVMCannotBound.before)
+    (note,) = record.notes
+    assert "TVM's region estimate raised" in note and "Divide by zero" in note
 
 
 class TestKeepsABufferWithAColumnMajorLayout(BaseCompactTest):
