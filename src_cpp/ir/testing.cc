@@ -6,6 +6,7 @@
  */
 #include <tvm/ffi/reflection/registry.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "ir/analyzer.h"
@@ -153,6 +154,31 @@ Array<String> StoreFactsOf(PrimFunc func, bool forget_finished_scopes) {
   StoreFacts facts(&analyzer, forget_finished_scopes);
   facts.Run(func);
   return facts.lines;
+}
+
+/*!
+ * \brief The stores of `func` that write distinct vector lanes to one address: an index that is
+ *        a broadcast, a value that is not (what VectorizeLoop makes of a buffer whose lanes were
+ *        given one element).
+ */
+Array<ObjectRef> LanesStoredToOneAddress(PrimFunc func) {
+  class Finder : public ScopedVisitor {
+   public:
+    using ScopedVisitor::ScopedVisitor;
+    void OnStore(const BufferStore& store) override {
+      if (As<Broadcast>(store.value())) return;
+      Array<ObjectRef> indices = store.indices();
+      if (std::any_of(indices.begin(), indices.end(),
+                      [](const ObjectRef& index) { return As<Broadcast>(index).has_value(); })) {
+        stores.push_back(store.ref());
+      }
+    }
+    Array<ObjectRef> stores;
+  };
+  Analyzer analyzer;
+  Finder finder(&analyzer);
+  finder.Run(func);
+  return finder.stores;
 }
 
 /*! \brief Analyzer hooks: bind each var to [0, extent), then query. */
@@ -309,6 +335,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                out.push_back(Array<Any>{i.min ? Any(*i.min) : Any(), i.max ? Any(*i.max) : Any()});
              }
              return out;
+           })
+      .def("tvm_memplan.testing.lanes_stored_to_one_address",
+           [](ObjectRef func) {
+             return LanesStoredToOneAddress(PrimFunc(func, "lanes_stored_to_one_address"));
            })
       .def("tvm_memplan.testing.store_facts",
            [](ObjectRef func, bool forget_finished_scopes) {

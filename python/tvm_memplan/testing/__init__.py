@@ -60,20 +60,45 @@ _NO_COMPACTION = (
     ),
 )
 
+#: The TIR builds `build_prim_module` makes: TVM's "s_tir" pipeline without compaction (the
+#: reference), as it is, with our compaction swapped in (and nothing else), and "memplan".
+COMPACTIONS = {
+    "none": (_NO_COMPACTION, pipeline.STOCK_PIPELINE),
+    "stock": ((), pipeline.STOCK_PIPELINE),
+    "ours": (pipeline.MAIN_SUBSTITUTIONS[:1], pipeline.STOCK_PIPELINE),
+    "memplan": ((), pipeline.PIPELINE_NAME),
+}
 
-def run_prim_func(func: tvm.tirx.PrimFunc, args: list[np.ndarray], target: str = "llvm"):
-    """Compile `func` alone, by TVM's pipeline without its buffer compaction (so the result is
-    that of `func` as given), and run it on copies of `args`; returns the arrays after the
-    call."""
-    with pipeline.substituted(_NO_COMPACTION, "reference TIR pipeline"):
-        lib = tvm.compile(
-            tvm.IRModule({"main": _named(func)}),
-            target=target,
-            tir_pipeline=pipeline.STOCK_PIPELINE,
-        )
+
+def build_prim_module(mod: tvm.IRModule, target="llvm", compaction: str = "none"):
+    """`mod` compiled by one of the COMPACTIONS builds."""
+    substitutions, tir_pipeline = COMPACTIONS[compaction]
+    with pipeline.substituted(substitutions, f"{compaction} TIR pipeline"):
+        return tvm.compile(mod, target=target, tir_pipeline=tir_pipeline)
+
+
+def run_prim_func(
+    func: tvm.tirx.PrimFunc, args: list[np.ndarray], target: str = "llvm", compaction="none"
+):
+    """Compile `func` alone (by default by TVM's pipeline without its buffer compaction, so the
+    result is that of `func` as given) and run it on copies of `args`; returns the arrays after
+    the call."""
+    lib = build_prim_module(tvm.IRModule({"main": _named(func)}), target, compaction)
     tensors = [tvm.runtime.tensor(a.copy()) for a in args]
     lib["main"](*tensors)
     return [t.numpy() for t in tensors]
+
+
+def lanes_in_one_address(mod: tvm.IRModule) -> list[str]:
+    """The stores of `mod`'s PrimFuncs that write distinct vector lanes to one address (a
+    broadcast index, a value that is not one): what VectorizeLoop makes of a buffer whose lanes
+    were given one element. Each as `function: buffer[indices]`."""
+    return [
+        f"{gv.name_hint}: {store.buffer.name}{list(store.indices)}"
+        for gv, func in mod.functions.items()
+        if isinstance(func, tvm.tirx.PrimFunc)
+        for store in lanes_stored_to_one_address(func)  # noqa: F821  (bound from C++)
+    ]
 
 
 def assert_same_results(before: tvm.tirx.PrimFunc, after: tvm.tirx.PrimFunc, seed: int = 0):
@@ -171,6 +196,15 @@ def _assert_same_runs(named_vms, func_name: str, inputs: list, runs: int) -> lis
                 expected = outputs
             _assert_all_equal(outputs, expected, f"{name}, run {run}: outputs")
     return expected
+
+
+def assert_identical_relax_results(
+    named_vms: dict, func_name: str, inputs: list, runs: int = RUNS
+) -> list[np.ndarray]:
+    """Every VM of ``{name: vm}``, run ``runs`` times on fresh copies of ``inputs``, leaves them
+    unchanged and gives the outputs of the first run of the first (an assertion naming the VM
+    and run that differ); returns those outputs."""
+    return _assert_same_runs(named_vms.items(), func_name, inputs, runs)
 
 
 def repeated_relax_results(vm, func_name: str, inputs: list, runs: int = RUNS) -> list:
