@@ -8,6 +8,6 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from zoo import llm, models, packings, workloads  # noqa: E402
+from zoo import llm, models, packings, schedules, workloads  # noqa: E402
 
-__all__ = ["llm", "models", "packings", "workloads"]
+__all__ = ["llm", "models", "packings", "schedules", "workloads"]

@@ -1,10 +1,17 @@
 """CompactBufferAllocation, tvm_memplan's pass against TVM's in one process: the bytes each
-scheduled workload allocates after compaction, and the pass time on large generated functions.
+scheduled workload allocates after compaction, the pass time on large generated functions, and
+how many of the schedules users compile each pass gets wrong.
 
 (a) Allocated bytes after each pass on the scheduled workloads of
     zoo.workloads, block TIR prepared by the passes the s_tir pipeline runs
     before compaction.
 (b) Pass time on generated functions of 500 and 5000 blocks (median of several runs).
+(c) Wrong results: the schedules of zoo.schedules (the seeded fuzz of vectorized, parallel,
+    unrolled and serial loops around compute locations; MetaSchedule's CPU forms by hand) and
+    the zoo's models scheduled by dlight's CPU rules, built for llvm by TVM's pipeline with
+    each pass and run against a build without compaction; GPU schedules (the fuzz with thread
+    bindings, and the zoo's models through TVM's cuda pipeline with its dlight rules) checked
+    on the device IR after VectorizeLoop for stores of distinct lanes to one address.
 
     python bench/compact.py [--quick]
 
@@ -17,12 +24,14 @@ import argparse
 import statistics
 import time
 
+import numpy as np
 import tvm
-from _zoo import workloads  # zoo/ (bench/_zoo.py)
+from _zoo import models, schedules, workloads  # zoo/ (bench/_zoo.py)
 from tvm import s_tir, tirx
 
 import tvm_memplan
 from tvm_memplan import testing
+from tvm_memplan.instrument import capture
 from tvm_memplan.transform import CompactBufferAllocation
 
 
@@ -119,6 +128,96 @@ def time_table(sizes, repeat) -> list[tuple[int, float, float]]:
     return rows
 
 
+# ---- (c) wrong results -------------------------------------------------------------------------
+
+#: The builds whose results are judged, each against COMPACTIONS["none"].
+JUDGED = ("stock", "ours")
+LLVM = tvm.target.Target("llvm")
+VECTORIZE_LOOP = "tirx.VectorizeLoop"
+
+
+def _prim_results(lib, args) -> list[np.ndarray]:
+    tensors = [tvm.runtime.tensor(a.copy()) for a in args]
+    lib["main"](*tensors)
+    return [t.numpy() for t in tensors]
+
+
+def _wrong_prim_builds(mod: tvm.IRModule) -> set[str]:
+    """The judged builds of a PrimFunc module whose results differ from the reference's on
+    RUNS random inputs."""
+    reference = testing.build_prim_module(mod, compaction="none")
+    libs = {name: testing.build_prim_module(mod, compaction=name) for name in JUDGED}
+    wrong = set()
+    for seed in range(testing.RUNS):
+        args = testing.random_args(mod["main"], seed)
+        want = _prim_results(reference, args)
+        for name, lib in libs.items():
+            got = _prim_results(lib, args)
+            if not all(np.array_equal(g, w) for g, w in zip(got, want, strict=True)):
+                wrong.add(name)
+    return wrong
+
+
+def _wrong_relax_builds(mod: tvm.IRModule, func_name: str) -> set[str]:
+    vms = {
+        name: tvm.relax.VirtualMachine(testing.build_prim_module(mod, LLVM, name), tvm.cpu())
+        for name in ("none", *JUDGED)
+    }
+    inputs = testing.relax_inputs(mod[func_name], seed=1)
+    return {
+        name
+        for name in JUDGED
+        if not testing.identical_relax_results([vms["none"], vms[name]], func_name, inputs)
+    }
+
+
+def _lanes_sharing(build) -> int:
+    """Stores of distinct lanes to one address in what VectorizeLoop returned during `build`."""
+    vectorized = capture(build, [VECTORIZE_LOOP], after=True)[VECTORIZE_LOOP]
+    return len(testing.lanes_in_one_address(vectorized))
+
+
+def _gpu_sharing(mod: tvm.IRModule, relax: bool) -> dict[str, int]:
+    """Per judged build for cuda (a Relax model through TVM's cuda pipeline, its dlight rules
+    included; a PrimFunc module through the TIR pipeline), the lane-sharing stores."""
+    cuda = tvm.target.Target("cuda")
+    if relax:
+        builds = {
+            "stock": lambda: tvm.compile(mod, cuda),
+            "ours": lambda: tvm.compile(mod, cuda, tir_pipeline="memplan"),
+        }
+    else:
+        builds = {name: lambda n=name: testing.build_prim_module(mod, cuda, n) for name in JUDGED}
+    return {name: _lanes_sharing(build) for name, build in builds.items()}
+
+
+def wrong_results(cpu_seeds: int, gpu_seeds: int, models_: list[str]) -> list[tuple]:
+    """(corpus, cases, {build: cases wrong}) rows; for GPU corpora, cases with a lane-sharing
+    store."""
+    rows = []
+    cpu = [schedules.random_schedule(seed).mod for seed in range(cpu_seeds)]
+    tools = [make().mod for make in schedules.TOOL_SCHEDULES.values()]
+    for corpus, mods in (("fuzz, cpu", cpu), ("MetaSchedule's CPU forms", tools)):
+        wrong = [_wrong_prim_builds(mod) for mod in mods]
+        rows.append((corpus, len(mods), {b: sum(b in w for w in wrong) for b in JUDGED}))
+    dlight = []
+    for name in models_:
+        mod, func_name = models.ZOO[name]()
+        dlight.append(_wrong_relax_builds(schedules.dlight_cpu(mod, LLVM), func_name))
+    rows.append(
+        ("zoo, dlight CPU rules", len(dlight), {b: sum(b in w for w in dlight) for b in JUDGED})
+    )
+    gpu = [
+        _gpu_sharing(schedules.random_schedule(s, gpu=True).mod, False) for s in range(gpu_seeds)
+    ]
+    rows.append(("fuzz, cuda (IR)", len(gpu), {b: sum(g[b] > 0 for g in gpu) for b in JUDGED}))
+    zoo_gpu = [_gpu_sharing(models.ZOO[name]()[0], True) for name in models_]
+    rows.append(
+        ("zoo, cuda (IR)", len(zoo_gpu), {b: sum(g[b] > 0 for g in zoo_gpu) for b in JUDGED})
+    )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller functions, fewer runs")
@@ -142,6 +241,14 @@ def main() -> None:
     print(f"{'blocks':>6}  {'stock ms':>9}  {'ours ms':>9}  ours/stock")
     for n, stock_ms, ours_ms in time_table(sizes, repeat):
         print(f"{n:>6}  {stock_ms:>9.1f}  {ours_ms:>9.1f}  {ours_ms / stock_ms:>10.2f}")
+
+    cpu_seeds, gpu_seeds = (40, 8) if args.quick else (300, 48)
+    zoo = ["small_cnn", "transformer_block", "resnet"] if args.quick else sorted(models.ZOO)
+    print("\nwrong results (cpu: against a build without compaction; cuda: lanes stored to one")
+    print("address after VectorizeLoop)")
+    print(f"{'corpus':<26}  {'cases':>5}  {'stock wrong':>11}  {'ours wrong':>10}")
+    for corpus, cases, wrong in wrong_results(cpu_seeds, gpu_seeds, zoo):
+        print(f"{corpus:<26}  {cases:>5}  {wrong['stock']:>11}  {wrong['ours']:>10}")
 
 
 if __name__ == "__main__":
