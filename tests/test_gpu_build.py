@@ -21,7 +21,7 @@ from tvm.script import relax as R
 import tvm_memplan
 from tvm_memplan.analysis import count_calls, storage_after_planning
 from tvm_memplan.instrument import capture
-from tvm_memplan.testing import device_kernel_names
+from tvm_memplan.testing import device_kernel_names, lanes_in_one_address
 from zoo.models import ZOO
 from zoo.workloads import WORKLOADS
 
@@ -32,6 +32,7 @@ from random_relax import random_module  # noqa: E402
 AFTER_SCHEDULING = "tvm_memplan.RewriteDataflowReshape"
 OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
 STOCK_PLANNER = "StaticPlanBlockMemory"
+VECTORIZE_LOOP = "tirx.VectorizeLoop"
 
 
 @tvm.script.ir_module
@@ -146,7 +147,10 @@ class CudaBuild:
             compile_ours = lambda: tvm_memplan.compile(mod, target)  # noqa: E731
         else:
             compile_ours = lambda: tvm.compile(mod, target, relax_pipeline="memplan")  # noqa: E731
-        ours = capture(build("ours", compile_ours), [AFTER_SCHEDULING, OUR_PLANNER], after=True)
+        ours = capture(
+            build("ours", compile_ours), [AFTER_SCHEDULING, OUR_PLANNER, VECTORIZE_LOOP], after=True
+        )
+        self.lanes_in_one_address = lanes_in_one_address(ours[VECTORIZE_LOOP])
         self.stock_kernels = device_kernel_names(built["stock"])
         self.kernels = device_kernel_names(built["ours"])
         self.inplace_calls = count_calls(ours[AFTER_SCHEDULING])
@@ -179,6 +183,13 @@ def test_zoo_model_builds_for_cuda_with_the_stock_kernels(model, cuda_builds):
     build = cuda_builds(model)
     assert build.kernels, "no kernel built"
     assert_same_kernels(build.stock_kernels, build.kernels)
+
+
+@pytest.mark.parametrize("model", list(CI_MODELS))
+def test_zoo_model_stores_no_two_lanes_to_one_address_for_cuda(model, cuda_builds):
+    """dlight vectorizes its local caches: after VectorizeLoop, no kernel of the memplan build
+    writes distinct lanes to one element (issue 35)."""
+    assert cuda_builds(model).lanes_in_one_address == []
 
 
 @pytest.mark.parametrize("model", list(CI_MODELS))

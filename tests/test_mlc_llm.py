@@ -12,6 +12,7 @@ import pytest
 import tvm
 
 import tvm_memplan
+from tvm_memplan import testing
 from tvm_memplan.instrument import trace
 from tvm_memplan.testing import past_bound_error
 from zoo import llm
@@ -72,9 +73,10 @@ PROMPT_LENGTHS = (5, 23, CONFIG.prefill_chunk_size)
 DECODE_STEPS = 3
 
 
-def _build(memplan: bool) -> dict:
+def _build(memplan: bool, compaction: bool = True) -> dict:
     """The executable's VM, the passes that ran (all of them, and the pipeline's own: those
-    its Sequential ran directly) and the metadata the pipeline wrote."""
+    its Sequential ran directly) and the metadata the pipeline wrote. Without `compaction`:
+    the stock build with TVM's TIR pipeline compacting nothing (the reference for compaction)."""
     metadata: dict = {}
     pipeline = llm.mlc_llm_pipeline(variable_bounds=CONFIG.variable_bounds, metadata=metadata)
     mod, _ = llm.llm_module(CONFIG, TARGET)
@@ -82,6 +84,13 @@ def _build(memplan: bool) -> dict:
         build = lambda: tvm.compile(  # noqa: E731
             mod, TARGET, tir_pipeline="memplan", relax_pipeline=tvm_memplan.relax_pipeline(pipeline)
         )
+    elif not compaction:
+        substitutions, tir_pipeline = testing.COMPACTIONS["none"]
+
+        def build():
+            with tvm_memplan.pipeline.substituted(substitutions, "TIR pipeline"):
+                return tvm.compile(mod, TARGET, tir_pipeline=tir_pipeline, relax_pipeline=pipeline)
+
     else:
         build = lambda: tvm.compile(mod, TARGET, relax_pipeline=pipeline)  # noqa: E731
     passes = trace(build)
@@ -102,6 +111,11 @@ def stock():
 @pytest.fixture(scope="module")
 def ours():
     return _build(memplan=True)
+
+
+@pytest.fixture(scope="module")
+def uncompacted():
+    return _build(memplan=False, compaction=False)
 
 
 def _prompt(length: int, seed: int) -> np.ndarray:
@@ -147,6 +161,18 @@ def test_memplan_runs_the_model_as_stock_does(stock, ours):
             for got, want in zip(actual[name], arrays, strict=True):
                 assert np.isfinite(want).all() and np.abs(want).max() > 0, name
                 np.testing.assert_array_equal(got, want, err_msg=f"{name}, prompt of {length}")
+
+
+def test_compaction_keeps_the_results_of_mlc_llm_kernels(ours, uncompacted):
+    """MLC-LLM's kernels scheduled for llvm (dlight's CPU GEMV among them) compute with our
+    compaction what they compute without any (issue 35: vectorized loops), over a generation."""
+    weights = llm.llm_weights(CONFIG, seed=0)
+    prompt = _prompt(PROMPT_LENGTHS[1], seed=7)
+    expected = llm.run_llm(uncompacted["vm"], CONFIG, weights, prompt, DECODE_STEPS, seed=7)
+    actual = llm.run_llm(ours["vm"], CONFIG, weights, prompt, DECODE_STEPS, seed=7)
+    for name, arrays in expected.items():
+        for got, want in zip(actual[name], arrays, strict=True):
+            np.testing.assert_array_equal(got, want, err_msg=name)
 
 
 def test_metadata_reports_the_planned_bytes(stock, ours):

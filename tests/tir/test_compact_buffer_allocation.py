@@ -920,7 +920,7 @@ class TestWarpMemoryRelaxesThreadIdxXOnly(BaseCompactTest):
     not_run = "GPU thread bindings: a kernel for a GPU, checked as IR only here"
 
 
-# ---- 4b. vector lanes -------------------------------------------------------------------------
+# ---- 5. vector lanes --------------------------------------------------------------------------
 # Lanes of a vectorized loop run together, like threads of one thread index: a buffer allocated
 # inside the loop keeps one element per lane. Split, compute_at into the inner loop and vectorize
 # (the most common CPU schedule) hands compaction such a buffer once
@@ -1120,7 +1120,7 @@ def test_record_names_the_lanes_a_buffer_is_relaxed_over():
     assert list(record.relaxed_over) == []
 
 
-# ---- 5. aliasing ------------------------------------------------------------------------------
+# ---- 6. aliasing ------------------------------------------------------------------------------
 
 
 class TestMatchBufferSourceIsShifted(BaseCompactTest):
@@ -1281,7 +1281,7 @@ class TestOpaqueAccessOutsideItsBlocksAnnotationKeepsTheBuffer(BaseCompactTest):
     checks_not_run = {"test_lowering_commutes": "lowering drops the T.reads this relies on"}
 
 
-# ---- 6. annotations ---------------------------------------------------------------------------
+# ---- 7. annotations ---------------------------------------------------------------------------
 
 
 class TestStorageAlignBecomesStrides(BaseCompactTest):
@@ -1442,7 +1442,7 @@ class TestBlockAnnotationsSurvive(BaseCompactTest):
                         C[i * 4 + j] = B[j]
 
 
-# ---- 7. data-dependent and loop-dependent extents -----------------------------------------------
+# ---- 8. data-dependent and loop-dependent extents -----------------------------------------------
 
 
 class TestDataDependentLoopExtentKeepsTheExtent(BaseCompactTest):
@@ -1683,7 +1683,7 @@ class TestClampedHaloIsBoundedPairwise(BaseCompactTest):
                 )
 
 
-# ---- 8. strictness ----------------------------------------------------------------------------
+# ---- 9. strictness ----------------------------------------------------------------------------
 
 
 @T.prim_func
@@ -1739,7 +1739,7 @@ class TestNonStrictCoversEveryAccess(BaseCompactTest):
     }
 
 
-# ---- 9. never crash ---------------------------------------------------------------------------
+# ---- 10. never crash --------------------------------------------------------------------------
 
 
 class TestHandleLetBeforeANonAffineIndex(BaseCompactTest):
