@@ -12,7 +12,7 @@ import pytest
 import tvm
 
 import tvm_memplan
-from tvm_memplan import testing
+from tvm_memplan import pass_names, testing
 from tvm_memplan.instrument import trace
 from tvm_memplan.testing import past_bound_error
 from zoo import llm
@@ -93,14 +93,21 @@ def _build(memplan: bool, compaction: bool = True) -> dict:
 
     else:
         build = lambda: tvm.compile(mod, TARGET, relax_pipeline=pipeline)  # noqa: E731
-    passes = trace(build)
+    planner = pass_names.PLANNER if memplan else pass_names.STOCK_PLANNER
+    passes = trace(build, [planner])
     own = [
         name
         for name, nesting in zip(passes.names, passes.nesting, strict=True)
         if nesting[-2:] == ("mlc_llm_pipeline", "sequential")
     ]
     vm = tvm.relax.VirtualMachine(passes.result, tvm.cpu())  # LLVM compiles the kernels here
-    return {"vm": vm, "ran": passes.names, "own": own, "metadata": metadata}
+    return {
+        "vm": vm,
+        "ran": passes.names,
+        "own": own,
+        "metadata": metadata,
+        "planned": passes.after[planner],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +168,38 @@ def test_memplan_runs_the_model_as_stock_does(stock, ours):
             for got, want in zip(actual[name], arrays, strict=True):
                 assert np.isfinite(want).all() and np.abs(want).max() > 0, name
                 np.testing.assert_array_equal(got, want, err_msg=f"{name}, prompt of {length}")
+
+
+def _symbolic_allocations(planned: tvm.IRModule) -> dict[str, int]:
+    """Per Relax function, the `R.builtin.alloc_tensor` of a symbolic shape a planner left: each
+    is a new block of the VM's pooled allocator for every new size a call brings."""
+    counts = {}
+    for gv, func in planned.functions.items():
+        if not isinstance(func, tvm.relax.Function):
+            continue
+        found = []
+
+        def visit(node, found=found):
+            if (
+                isinstance(node, tvm.relax.Call)
+                and getattr(node.op, "name", None) == "relax.builtin.alloc_tensor"
+                and not all(isinstance(e, tvm.tirx.IntImm) for e in node.args[0].values)
+            ):
+                found.append(node)
+
+        tvm.relax.analysis.post_order_visit(func, visit)
+        counts[gv.name_hint] = len(found)
+    return counts
+
+
+def test_bounded_results_are_planned_at_their_bound_as_stock_plans_them(stock, ours):
+    """Under `relax.memory_plan_dynamic_func_output` every result whose size is bounded given the
+    parameters (the logits, `(seq_len, vocab_size)`) gets a storage at its bound: ours leaves an
+    allocation of symbolic shape only where stock leaves one (issue 36)."""
+    stock_left = _symbolic_allocations(stock["planned"])
+    ours_left = _symbolic_allocations(ours["planned"])
+    assert sorted(ours_left) == sorted(stock_left)
+    assert {f: n for f, n in ours_left.items() if n > stock_left[f]} == {}
 
 
 def test_compaction_keeps_the_results_of_mlc_llm_kernels(ours, uncompacted):

@@ -204,15 +204,59 @@ class PlanAnalysis {
       }
       return;
     }
-    bool from_signature = std::all_of(
-        vars.begin(), vars.end(), [&](const Object* v) { return signature_vars_.count(v) > 0; });
-    if (from_signature) {
+    auto from_parameters = [&](const std::unordered_set<const Object*>& of) {
+      return std::all_of(of.begin(), of.end(),
+                         [&](const Object* v) { return signature_vars_.count(v) > 0; });
+    };
+    if (std::optional<ObjectRef> bound = BoundOnEntry(*shape, *dtype)) {
+      a->bound_size = *bound;
+      for (const Object* var : vars) {
+        if (bounds_.count(var)) a->bounded_vars.push_back(var);
+      }
+    }
+    if (a->bound_size.defined() || from_parameters(vars)) {
       a->sized_on_entry = true;
     } else {
       a->Unplanned(unplanned::kUnboundedSize,
                    "its size is symbolic, not bounded by tir_var_upper_bound, and depends on "
                    "variables defined inside the function");
     }
+  }
+
+  /*!
+   * \brief The bytes of `shape` at the upper bounds of its bounded variables, where that is an
+   *        expression of the parameters' shape variables alone (`seq_len * vocab_size * 4` with
+   *        `seq_len <= 256` and `vocab_size` from a parameter's shape: `256 * vocab_size * 4`);
+   *        nullopt when no bounded variable occurs or another variable remains.
+   */
+  std::optional<ObjectRef> BoundOnEntry(const Array<ObjectRef>& shape, DLDataType dtype) const {
+    Array<ObjectRef> maxima;
+    bool any_bounded = false;
+    for (const ObjectRef& extent : shape) {
+      std::vector<std::pair<ObjectRef, Interval>> relaxed;
+      for (const Object* var : VarsOf(extent)) {
+        auto found = bounds_.find(var);
+        if (found == bounds_.end()) continue;
+        const BoundCheck& bound = found->second;
+        relaxed.push_back({bound.var, Interval{IntConst(bound.var, bound.lower.value_or(0)),
+                                               IntConst(bound.var, bound.upper)}});
+      }
+      any_bounded = any_bounded || !relaxed.empty();
+      std::optional<ObjectRef> max =
+          relaxed.empty() ? extent : analyzer_.Relax(extent, relaxed).max;
+      if (!max) return std::nullopt;
+      std::unordered_set<const Object*> left = VarsOf(*max);
+      if (!std::all_of(left.begin(), left.end(), [&](const Object* v) {
+            return signature_vars_.count(v) > 0 && bounds_.count(v) == 0;
+          })) {
+        return std::nullopt;
+      }
+      maxima.push_back(*max);
+    }
+    if (!any_bounded) return std::nullopt;
+    std::optional<ObjectRef> bytes = AllocatedBytesExpr(maxima, {}, dtype);
+    if (!bytes) return std::nullopt;
+    return analyzer_.Simplify(*bytes);
   }
 
   void Lifetime(TensorAllocation* a) const {

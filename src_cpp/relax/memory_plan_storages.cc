@@ -64,16 +64,20 @@ class StoragePacker {
       ShareSymbolic(key.first, key.second, members);
     }
     // As TVM's planner does with this attribute: unplanned tensors of symbolic shape (the
-    // function's outputs) get storage of their own, sized by the upper bound.
+    // function's outputs) get storage of their own, sized by the upper bound: a constant, or an
+    // expression of parameters' shape variables (logits `(seq_len, vocab_size)` at
+    // `256 * vocab_size * 4`, `(1, 1, vocab_size)` at `vocab_size * 4`), never a new size per
+    // call of one model.
     std::optional<Any> plan_outputs =
         FuncAttr(func_.ref(), schema::attr::MemoryPlanDynamicFuncOutput);
     if (plan_outputs && plan_outputs->cast<bool>()) {
       for (TensorAllocation& a : tensors_) {
-        if (a.storage < 0 && a.symbolic && a.bytes >= 0) {
-          a.storage = AddStorage(IntConst(kInt64, a.bytes), a.device, a.scope, /*bounded=*/true,
-                                 {a.bytes, optimality::kAtBound, kOwnStorage});
-          a.MarkPlanned();
-        }
+        if (a.storage >= 0 || !a.symbolic || (a.bytes < 0 && !a.sized_on_entry)) continue;
+        ObjectRef size = a.bytes >= 0 ? IntConst(kInt64, a.bytes) : StorageSize(a);
+        bool at_bound = a.bytes >= 0 || a.bound_size.defined();
+        a.storage = AddStorage(size, a.device, a.scope, at_bound,
+                               {a.bytes, optimality::kAtBound, kOwnStorage});
+        a.MarkPlanned();
       }
     }
     return "";
@@ -109,14 +113,24 @@ class StoragePacker {
     }
   }
 
-  /*! \brief Unbounded symbolic sizes: tensors of provably equal size whose lifetimes do not
-   *         overlap share a storage (interval colouring, in order of first use). */
+  /*!
+   * \brief A symbolic size a storage is allocated at: the bound where the size has bounded
+   *        variables (one block size whatever the call's sizes, as TVM's planner plans it and
+   *        as a pooled allocator reuses it), the size itself otherwise.
+   */
+  static const ObjectRef& StorageSize(const TensorAllocation& a) {
+    return a.bound_size.defined() ? a.bound_size : a.size;
+  }
+
+  /*! \brief Symbolic sizes not planned at a constant: tensors of provably equal storage size
+   *         whose lifetimes do not overlap share a storage (interval colouring, in order of
+   *         first use). */
   void ShareSymbolic(int64_t device, const std::string& scope, const std::vector<size_t>& members) {
     std::unordered_map<ffi::StructuralKey, std::vector<size_t>> classes;
     std::vector<ffi::StructuralKey> order;
     for (size_t i : members) {
       if (!tensors_[i].sized_on_entry) continue;
-      ffi::StructuralKey key(tensors_[i].size);
+      ffi::StructuralKey key(StorageSize(tensors_[i]));
       auto [it, inserted] = classes.emplace(key, std::vector<size_t>());
       if (inserted) order.push_back(key);
       it->second.push_back(i);
@@ -131,7 +145,7 @@ class StoragePacker {
         auto free = std::find_if(busy.begin(), busy.end(),
                                  [&](const auto& s) { return s.second < a.first; });
         if (free == busy.end()) {
-          busy.emplace_back(AddStorage(a.size, device, scope, /*bounded=*/false,
+          busy.emplace_back(AddStorage(StorageSize(a), device, scope, a.bound_size.defined(),
                                        {-1, optimality::kAtBound, kOneSymbolicSize}),
                             a.last);
           free = busy.end() - 1;

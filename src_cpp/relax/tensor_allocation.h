@@ -41,10 +41,16 @@ struct TensorAllocation {
   bool symbolic = false;
   /*! \brief The bytes as an expression of the shape variables (when the type is known). */
   ObjectRef size;
-  /*! \brief Unbounded, and only parameters' shape variables occur in `size`: it can size a
-   *         storage at the function's start. */
+  /*! \brief Not of a constant bound, and its storage can be sized at the function's start:
+   *         only parameters' shape variables occur in `bound_size`, or in `size`. */
   bool sized_on_entry = false;
-  /*! \brief The bounded shape variables in its shape (`bytes` takes their bounds). */
+  /*!
+   * \brief Where `bytes` is -1: the bytes at the bounds of its bounded variables, an expression
+   *        of parameters' shape variables (`256 * vocab_size * 4`); undefined when there is none.
+   */
+  ObjectRef bound_size;
+  /*! \brief The bounded shape variables in its shape (`bytes` or `bound_size` takes their
+   *         bounds). */
   std::vector<const Object*> bounded_vars;
   std::string op;
   int64_t first = 0, last = 0;

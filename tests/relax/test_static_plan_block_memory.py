@@ -76,11 +76,21 @@ class Kernels:
         for i in range(n):
             B[i] = A[i % 16]
 
+    @T.prim_func(private=True)
+    def exp_nm(a: T.handle, b: T.handle):
+        n, m = T.int64(), T.int64()
+        A = T.match_buffer(a, (n, m), "float32")
+        B = T.match_buffer(b, (n, m), "float32")
+        for i, j in T.grid(n, m):
+            B[i, j] = T.exp(A[i, j])
 
-EXP, ADD, ADD2, EXP_N, FILL = (
-    Kernels.get_global_var(n) for n in ("exp", "add", "add2", "exp_n", "fill")
+
+EXP, ADD, ADD2, EXP_N, FILL, EXP_NM = (
+    Kernels.get_global_var(n) for n in ("exp", "add", "add2", "exp_n", "fill", "exp_nm")
 )
 
+
+ALLOC_STORAGE = "relax.memory.alloc_storage"
 
 #: `expected = STOCK`: the pass must give exactly what TVM's planner makes of `before`.
 STOCK = "stock"
@@ -582,6 +592,75 @@ class TestAnOutputPlannedAtTheBoundIsChecked(PlanCase):
         vms = (relax_vm(after, planner="none"),) * 2
         with pytest.raises(Exception, match=past_bound_error("main", "n", 33, 32)):
             assert_same_relax_results(after, after, shape_vars={"n": 33}, vms=vms)
+
+
+class TestABoundGivenTheParametersSizesAStorage(PlanCase):
+    """A size bounded given the parameters, `n * m * 4` with `n <= 8` and `m` from `x`'s shape
+    (MLC-LLM's logits: `seq_len * vocab_size`), is planned at its bound, `m * 32` bytes, as TVM's
+    planner plans it: the temporary `a` in a storage of that size, and under
+    `relax.memory_plan_dynamic_func_output` the returned `c` in one of its own. One block size
+    whatever `n` a call has, so a pooled allocator reuses it; `n` is checked on entry."""
+
+    @R.function
+    def _before(x: R.Tensor(("n", "m"), "float32")) -> R.Tensor(("n", "m"), "float32"):
+        n, m = T.int64(), T.int64()
+        R.func_attr(
+            {
+                "relax.force_pure": True,
+                "tir_var_upper_bound": {"n": 8},
+                "relax.memory_plan_dynamic_func_output": True,
+            }
+        )
+        a = R.builtin.alloc_tensor(R.shape([n, m]), R.dtype("float32"), 0, R.str("global"))
+        EXP_NM(x, a)
+        c = R.builtin.alloc_tensor(R.shape([n, m]), R.dtype("float32"), 0, R.str("global"))
+        EXP_NM(a, c)
+        return c
+
+    @R.function
+    def _expected(x: R.Tensor(("n", "m"), "float32")) -> R.Tensor(("n", "m"), "float32"):
+        n, m = T.int64(), T.int64()
+        R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 8}})
+        none = R.null_value()
+        n_in_bound = R.call_packed(
+            "vm.builtin.match_shape",
+            R.shape([T.max(n, 8)]),
+            none,
+            1,
+            0,
+            8,
+            R.str(
+                "main: shape variable n exceeds its tir_var_upper_bound 8 (its value, then the "
+                "bound, in parentheses above): the function's memory is planned for sizes within "
+                "the bounds;"
+            ),
+            ty_args=(R.Tuple,),
+        )
+        storage = R.memory.alloc_storage(R.shape([m * 32]), 0, R.str("global"), R.dtype("uint8"))
+        storage_c = R.memory.alloc_storage(R.shape([m * 32]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([n, m]), R.dtype("float32"), 0)
+        EXP_NM(x, a)
+        c = R.memory.alloc_tensor(storage_c, 0, R.shape([n, m]), R.dtype("float32"), 0)
+        EXP_NM(a, c)
+        return c
+
+    before = relax_module(Kernels, main=_before)
+    expected = relax_module(Kernels, main=_expected)
+    shape_vars = ({"n": 1, "m": 3}, {"n": 8, "m": 5})
+
+    def test_stock_plans_the_same_sizes(self):
+        """TVM's planner gives both tensors storages of the same symbolic size."""
+        stock = relax.transform.StaticPlanBlockMemory()(self.before)
+        sizes = []
+
+        def visit(node):
+            if isinstance(node, relax.Call) and getattr(node.op, "name", None) == ALLOC_STORAGE:
+                sizes.append(node.args[0].values[0])
+
+        relax.analysis.post_order_visit(stock["main"], visit)
+        analyzer = tvm.sym.Analyzer()
+        m = self.before["main"].params[0].ty.shape[1]
+        assert [int(analyzer.simplify(size // m)) for size in sizes] == [32, 32]
 
 
 class TestSymbolicTensorSizesAreExpressions(RecordCase):
