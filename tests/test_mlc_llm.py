@@ -13,6 +13,7 @@ import tvm
 
 import tvm_memplan
 from tvm_memplan import pass_names, testing
+from tvm_memplan.analysis import recorded_pool
 from tvm_memplan.instrument import trace
 from tvm_memplan.testing import past_bound_error
 from zoo import llm
@@ -73,13 +74,13 @@ PROMPT_LENGTHS = (5, 23, CONFIG.prefill_chunk_size)
 DECODE_STEPS = 3
 
 
-def _build(memplan: bool, compaction: bool = True) -> dict:
+def _build(memplan: bool, compaction: bool = True, config: llm.LlamaConfig = CONFIG) -> dict:
     """The executable's VM, the passes that ran (all of them, and the pipeline's own: those
     its Sequential ran directly) and the metadata the pipeline wrote. Without `compaction`:
     the stock build with TVM's TIR pipeline compacting nothing (the reference for compaction)."""
     metadata: dict = {}
-    pipeline = llm.mlc_llm_pipeline(variable_bounds=CONFIG.variable_bounds, metadata=metadata)
-    mod, _ = llm.llm_module(CONFIG, TARGET)
+    pipeline = llm.mlc_llm_pipeline(variable_bounds=config.variable_bounds, metadata=metadata)
+    mod, _ = llm.llm_module(config, TARGET)
     if memplan:
         build = lambda: tvm.compile(  # noqa: E731
             mod, TARGET, tir_pipeline="memplan", relax_pipeline=tvm_memplan.relax_pipeline(pipeline)
@@ -102,6 +103,7 @@ def _build(memplan: bool, compaction: bool = True) -> dict:
     ]
     vm = tvm.relax.VirtualMachine(passes.result, tvm.cpu())  # LLVM compiles the kernels here
     return {
+        "executable": passes.result,
         "vm": vm,
         "ran": passes.names,
         "own": own,
@@ -200,6 +202,23 @@ def test_bounded_results_are_planned_at_their_bound_as_stock_plans_them(stock, o
     ours_left = _symbolic_allocations(ours["planned"])
     assert sorted(ours_left) == sorted(stock_left)
     assert {f: n for f, n in ours_left.items() if n > stock_left[f]} == {}
+
+
+def test_held_memory_does_not_grow_with_the_variety_of_calls():
+    """What TVM's pooled allocator holds (every distinct block it handed out, measured with
+    analysis.recorded_pool) once a prefill, decodes, a batch prefill and batch decodes have run
+    stays the same after prefills of four more lengths and batches of every size up to the
+    bound (issue 36: a result left at its actual shape took a new block for each of them)."""
+    config = llm.HELD
+    build = _build(memplan=True, config=config)
+    weights = llm.llm_weights(config, seed=0)
+    with recorded_pool() as pool:
+        vm = tvm.relax.VirtualMachine(build["executable"], tvm.cpu())
+        llm.serve(vm, config, weights, prompt_lengths=[5], batch_sizes=[2])
+        held = pool.held_bytes
+        lengths = [3, 17, 40, config.prefill_chunk_size]
+        llm.serve(vm, config, weights, lengths, range(1, config.max_batch_size + 1), seed=1)
+        assert pool.held_bytes == held, dict(pool.sizes())
 
 
 def test_compaction_keeps_the_results_of_mlc_llm_kernels(ours, uncompacted):

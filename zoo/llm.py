@@ -368,6 +368,10 @@ TEST = LlamaConfig(
     head_dim=16,
     prefill_chunk_size=64,
 )
+#: The tests' size with a vocabulary whose logits span pages of the VM's pooled allocator (8
+#: per row of float32) and 8 sequences: a result left at its actual shape then takes a new
+#: pooled block for every batch size and length, which is what held memory is checked for.
+HELD = dataclasses.replace(TEST, vocab_size=8192, max_batch_size=8)
 #: Llama-3-8B's shapes, for compile-only measurement.
 LLAMA3_8B = LlamaConfig(
     vocab_size=128256,
@@ -867,3 +871,43 @@ def decode_steps_per_second(
     elapsed = time.perf_counter() - start
     engine.finish([0])
     return steps / elapsed
+
+
+def serve(
+    vm: relax.VirtualMachine,
+    config: LlamaConfig,
+    weights: Sequence[np.ndarray],
+    prompt_lengths: Sequence[int],
+    batch_sizes: Sequence[int],
+    *,
+    decode_steps: int = 2,
+    seed: int = 0,
+    device: tvm.runtime.Device | None = None,
+) -> None:
+    """An engine's day, for what the VM's allocator holds: per prompt length, a prefill and
+    ``decode_steps`` decodes of one sequence; per batch size, a batch prefill of that many
+    sequences (prompts of 2 to 5 tokens) and ``decode_steps`` batch decodes. Outputs are not
+    kept. Packed weights (``llm_module``'s default)."""
+    device = tvm.cpu() if device is None else device
+    params = [tvm.runtime.tensor(w, device) for w in weights]
+    engine = _Engine(vm, create_kv_cache(vm, config), [params], {}, device)
+    rng = np.random.default_rng(seed)
+
+    def tokens(count: int) -> np.ndarray:
+        return rng.integers(0, config.vocab_size, size=count).astype("int32")
+
+    next_id = 0
+    for length in prompt_lengths:
+        engine.prefill("prefill", [next_id], [tokens(length)])
+        for _ in range(decode_steps):
+            engine.decode("decode", [next_id], tokens(1))
+        engine.finish([next_id])
+        next_id += 1
+    for size in batch_sizes:
+        seq_ids = list(range(next_id, next_id + size))
+        next_id += size
+        engine.prefill("batch_prefill", seq_ids, [tokens(2 + i % 4) for i in range(size)])
+        for _ in range(decode_steps):
+            engine.decode("batch_decode", seq_ids, tokens(size))
+        engine.finish(seq_ids)
+    engine.outputs.clear()

@@ -57,7 +57,14 @@ void MemoryPlanOptionsObj::RegisterReflection() {
               "orders leave a storage above its peak-live bound: it looks for a placement at the "
               "bound or proves the least size (FunctionMemoryPlan.optimality says which). It "
               "also stops after a fixed number of steps per millisecond, so that plans do not "
-              "depend on the machine's load. 0: greedy orders only.");
+              "depend on the machine's load. 0: greedy orders only.")
+      .Option("pool_sizes", &MemoryPlanOptionsObj::pool_sizes,
+              "Allocate each function's k-th largest constant storage at the module's k-th "
+              "largest (per device and scope; storages holding results keep their size), so that "
+              "TVM's pooled allocator, which reuses a "
+              "block only for a request of the same rounded size and never frees one, holds one "
+              "block per rank for all functions instead of one per distinct size. Functions that "
+              "call or are called by another Relax function keep their sizes.");
 }
 
 void PlannedTensorObj::RegisterReflection() {
@@ -149,7 +156,16 @@ void StorageAllocationObj::RegisterReflection() {
       .def_ro("algorithm", &StorageAllocationObj::algorithm,
               "What placed its tensors: a greedy order of the offset packer, \"exact search\", "
               "\"own storage\" (one tensor) or \"one size, lifetimes apart\" (tensors of one "
-              "symbolic size).");
+              "symbolic size).")
+      .def_ro("holds_result", &StorageAllocationObj::holds_result,
+              "Whether it holds a tensor the function returns (a storage of its own under "
+              "relax.memory_plan_dynamic_func_output): it outlives the call.")
+      .def_ro("pooled_bytes", &StorageAllocationObj::pooled_bytes,
+              "Bytes the storage is allocated with: `bytes`, or the module's storage of the same "
+              "rank (`pooled_with`) under the option pool_sizes; -1 when symbolic.")
+      .def_ro("pooled_with", &StorageAllocationObj::pooled_with,
+              "The function whose storage of the same rank sets `pooled_bytes`; \"\" when its "
+              "own bytes do.");
 }
 
 void FunctionMemoryPlanObj::RegisterReflection() {

@@ -152,6 +152,7 @@ class MemoryPlanOptionsObj : public ffi::Object {
   bool fall_back_to_stock = true;
   bool copy_free_concat = true;
   int64_t exact_search_ms = 1000;
+  bool pool_sizes = true;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.MemoryPlanOptions", MemoryPlanOptionsObj,
@@ -259,6 +260,9 @@ class StorageAllocationObj : public ffi::Object {
   String optimality;
   int64_t optimality_gap_bytes = 0;
   String algorithm;
+  bool holds_result = false;
+  int64_t pooled_bytes = -1;
+  String pooled_with;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.StorageAllocation", StorageAllocationObj,

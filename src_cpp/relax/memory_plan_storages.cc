@@ -76,7 +76,8 @@ class StoragePacker {
         ObjectRef size = a.bytes >= 0 ? IntConst(kInt64, a.bytes) : StorageSize(a);
         bool at_bound = a.bytes >= 0 || a.bound_size.defined();
         a.storage = AddStorage(size, a.device, a.scope, at_bound,
-                               {a.bytes, optimality::kAtBound, kOwnStorage});
+                               {a.bytes, optimality::kAtBound, kOwnStorage},
+                               /*holds_result=*/true);
         a.MarkPlanned();
       }
     }
@@ -165,7 +166,7 @@ class StoragePacker {
   };
 
   int64_t AddStorage(const ObjectRef& size, int64_t device, const std::string& scope, bool bounded,
-                     const Closeness& closeness) {
+                     const Closeness& closeness, bool holds_result = false) {
     ffi::ObjectPtr<StorageAllocationObj> storage = ffi::make_object<StorageAllocationObj>();
     storage->bytes = AsConstInt(size).value_or(-1);
     storage->size = size;
@@ -176,6 +177,8 @@ class StoragePacker {
     storage->optimality = closeness.optimality;
     storage->optimality_gap_bytes = closeness.bound >= 0 ? storage->bytes - closeness.bound : 0;
     storage->algorithm = closeness.algorithm;
+    storage->pooled_bytes = storage->bytes;
+    storage->holds_result = holds_result;
     storages_.push_back(ObjectRef(storage));
     return static_cast<int64_t>(storages_.size() - 1);
   }

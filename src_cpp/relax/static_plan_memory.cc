@@ -81,15 +81,17 @@ Function PrependBindings(const Function& func, const Array<ObjectRef>& bindings)
 /*! \brief Rewrites the allocations of one function as its plan says. */
 class PlanApplier {
  public:
-  explicit PlanApplier(const FunctionMemoryPlanObj& plan)
+  PlanApplier(const FunctionMemoryPlanObj& plan, const std::vector<PooledSize>& sizes)
       : alloc_storage_(ir::relax::GetOp(schema::op::MemoryAllocStorage)),
         alloc_tensor_(ir::relax::GetOp(schema::op::MemoryAllocTensor)),
         ensure_zero_offset_(ir::relax::GetOp(schema::op::EnsureZeroOffset)) {
     for (size_t i = 0; i < plan.storages.size(); ++i) {
       const auto* storage = plan.storages[i].as<StorageAllocationObj>();
-      Array<ObjectRef> args{ir::relax::MakeShapeExpr({storage->size}),
-                            IntConst(kInt64, storage->device), StringConst(storage->scope),
-                            ir::relax::MakeDataTypeConst(kUInt8)};
+      ObjectRef size = sizes[i].bytes > storage->bytes && storage->bytes >= 0
+                           ? IntConst(kInt64, sizes[i].bytes)
+                           : storage->size;
+      Array<ObjectRef> args{ir::relax::MakeShapeExpr({size}), IntConst(kInt64, storage->device),
+                            StringConst(storage->scope), ir::relax::MakeDataTypeConst(kUInt8)};
       Var var = ir::relax::MakeVar("storage", ir::relax::AnyType());
       storage_bindings_.push_back(
           ir::relax::MakeVarBinding(
@@ -152,7 +154,8 @@ class PlanApplier {
 }  // namespace
 
 IRModule ApplyMemoryPlans(const IRModule& mod, const std::vector<FunctionMemoryPlanPtr>& plans,
-                          const std::vector<PlannerChoice>& choices) {
+                          const std::vector<PlannerChoice>& choices,
+                          const std::vector<std::vector<PooledSize>>& sizes) {
   Map<ObjectRef, ObjectRef> updated = mod.functions();
   bool changed = false;
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -160,7 +163,7 @@ IRModule ApplyMemoryPlans(const IRModule& mod, const std::vector<FunctionMemoryP
     if (plan.tensors.empty()) continue;
     Function func(mod.functions().at(plan.global_var));
     const std::optional<Function>& stock = choices[i].stock_function;
-    Function planned = stock ? *stock : PlanApplier(plan)(func);
+    Function planned = stock ? *stock : PlanApplier(plan, sizes[i])(func);
     // TVM's planner consumes this attribute; ours has planned what it asks for.
     if (!stock && FuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput)) {
       planned = Function(WithoutFuncAttr(planned.ref(), schema::attr::MemoryPlanDynamicFuncOutput));
@@ -203,9 +206,16 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                    // 3. Ours or TVM's, per function (TVM's pass runs where the choice needs it).
                    std::vector<PlannerChoice> choices =
                        ChoosePlanners(guarded.mod, plans, *options.get(), /*run_stock=*/false);
-                   // 4. The chosen plans applied, each function checking its bounds on entry.
-                   IRModule out = ApplyMemoryPlans(guarded.mod, plans, choices);
-                   dump.Write("plans", Records(plans));
+                   // 4. The sizes the storages are allocated with, one per rank across the
+                   //    module, so that TVM's pooled allocator reuses its blocks.
+                   std::vector<std::vector<PooledSize>> sizes =
+                       PoolSizes(guarded.mod, plans, choices, *options.get());
+                   // 5. The chosen plans applied, each function checking its bounds on entry.
+                   IRModule out = ApplyMemoryPlans(guarded.mod, plans, choices, sizes);
+                   if (dump.enabled()) {
+                     RecordPoolSizes(plans, sizes);
+                     dump.Write("plans", Records(plans));
+                   }
                    dump.Write("output", out.ref());
                    return out;
                  });
@@ -216,7 +226,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         GuardedModule guarded = GuardInplaceWrites(IRModule(mod, "memory_plan"));
         std::vector<FunctionMemoryPlanPtr> plans =
             AnalyzeMemoryPlans(guarded, *options.get(), /*model_ours=*/true);
-        ChoosePlanners(guarded.mod, plans, *options.get(), /*run_stock=*/true);
+        std::vector<PlannerChoice> choices =
+            ChoosePlanners(guarded.mod, plans, *options.get(), /*run_stock=*/true);
+        RecordPoolSizes(plans, PoolSizes(guarded.mod, plans, choices, *options.get()));
         return Records(plans);
       });
 }

@@ -29,6 +29,8 @@
  * own variable, so every use, and every PrimFunc, sees a tensor with no byte offset. Tensors the
  * analysis does not plan stay `R.builtin.alloc_tensor` (LowerAllocTensor gives each its own storage
  * later); functions it gives to the stock planner come out exactly as TVM's pass makes them.
+ * Each storage is allocated at the size pool sizing chose (relax/pool_sizes.h): its own, or the
+ * module's storage of the same rank, so TVM's pooled allocator reuses one block across functions.
  * The entry checks are calls of the VM's own shape match, first in the function: they need no later
  * pass (MLC-LLM's pipeline runs no ComputePrimValue), no Python in the runtime, and
  * RewriteCUDAGraph leaves them out of every captured graph, so they run on every call.
@@ -41,15 +43,18 @@
 
 #include "relax/memory_plan_records.h"
 #include "relax/planner_choice.h"
+#include "relax/pool_sizes.h"
 
 namespace tvm_memplan {
 namespace relax {
 
 /*! \brief `mod` with `plans` (AnalyzeMemoryPlans of `mod`) applied as `choices`
- *         (ChoosePlanners of them) say; `mod` itself is not modified. */
+ *         (ChoosePlanners of them) say, their storages at `sizes` (PoolSizes of them); `mod`
+ *         itself is not modified. */
 ir::IRModule ApplyMemoryPlans(const ir::IRModule& mod,
                               const std::vector<FunctionMemoryPlanPtr>& plans,
-                              const std::vector<PlannerChoice>& choices);
+                              const std::vector<PlannerChoice>& choices,
+                              const std::vector<std::vector<PooledSize>>& sizes);
 
 }  // namespace relax
 }  // namespace tvm_memplan

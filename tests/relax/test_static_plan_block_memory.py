@@ -16,6 +16,7 @@ at shape values.
 
 import contextlib
 import functools
+import threading
 
 import pytest
 import tvm
@@ -27,9 +28,12 @@ from tvm.script import tirx as T
 from tvm_memplan.analysis import memory_plan, memory_plan_at
 from tvm_memplan.testing import (
     assert_same_relax_results,
+    compile_with_planner,
     past_bound_error,
     peak_live_bytes,
+    relax_inputs,
     relax_vm,
+    run_relax,
 )
 from tvm_memplan.testing.compare import CompareBeforeAfter, relax_module, skipped
 from tvm_memplan.transform import StaticPlanBlockMemory
@@ -1068,7 +1072,10 @@ class TestTheStoragesOpenABlockBeforeADataflowBlock(PlanCase):
 
 
 class TestEveryRelaxFunctionOfAModuleIsPlanned(PlanCase):
-    """Each Relax function of a module is planned, each on its own."""
+    """Each Relax function of a module is planned, each on its own (pool sizing off: the
+    storages keep the sizes their plans give them)."""
+
+    options = {"pool_sizes": False}
 
     @R.function
     def _second(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
@@ -1100,6 +1107,149 @@ class TestEveryRelaxFunctionOfAModuleIsPlanned(PlanCase):
         """One plan per function, in name order, each with its one storage."""
         plans = self.plans()
         assert [(p.function, len(p.storages)) for p in plans] == [("first", 1), ("second", 1)]
+
+
+# ---- pool sizing ------------------------------------------------------------------------------
+
+
+@R.function
+def _second_pooled(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+    R.func_attr({"relax.force_pure": True})
+    storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
+    a = R.memory.alloc_tensor(storage, 0, R.shape([16]), R.dtype("float32"), 0)
+    EXP(x, a)
+    b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+    EXP(a, b)
+    return b
+
+
+class TestPoolSizingGivesEveryFunctionTheModulesSize(PlanCase):
+    """TVM's pooled allocator reuses a block only for a request of the same size: `second`'s
+    64-byte storage is allocated at `first`'s 128 bytes, so the two functions share one block;
+    the record keeps the planned 64 bytes and says who set the size."""
+
+    before = TestEveryRelaxFunctionOfAModuleIsPlanned.before
+    expected = relax_module(
+        Kernels, second=_second_pooled, first=TestLiveTensorsShareOneStorageAtOffsets._expected
+    )
+
+    def test_record(self):
+        first, second = self.plans()
+        (storage,) = second.storages
+        assert (storage.bytes, storage.pooled_bytes, storage.pooled_with) == (64, 128, "first")
+        (storage,) = first.storages
+        assert (storage.bytes, storage.pooled_bytes, storage.pooled_with) == (128, 128, "")
+
+
+@I.ir_module
+class Calling:
+    """`main` calls the Relax function `helper` between its own temporaries (three of them
+    live at once: 192 bytes; `helper` plans 64)."""
+
+    @T.prim_func(private=True)
+    def exp(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+        for i in range(16):
+            B[i] = T.exp(A[i])
+
+    @R.function
+    def helper(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        cls = Calling
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(x, a)
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(a, b)
+        return b
+
+    @R.function
+    def main(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        cls = Calling
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(x, a)
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(a, b)
+        c = cls.helper(b)
+        d = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(c, d)
+        e = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        cls.exp(a, e)
+        return e
+
+
+class TestKeepsSizesOfFunctionsThatCallEachOther(PlanCase):
+    """A function calling another holds its storages while the callee runs: at one size, both
+    would hold the largest block at once. Functions in a call keep their planned sizes."""
+
+    before = Calling
+    expected = StaticPlanBlockMemory(pool_sizes=False)(Calling)
+
+    def test_the_sizes_differ(self):
+        """Without the rule, `helper` would take `main`'s size."""
+        sizes = {p.function: [s.pooled_bytes for s in p.storages] for p in self.plans()}
+        assert sizes == {"helper": [64], "main": [192]}
+
+
+class TestKeepsTheSizeOfAResultsStorage(RecordCase):
+    """A storage holding a result (relax.memory_plan_dynamic_func_output) outlives the call: it
+    keeps its size, and only temporaries take the module's."""
+
+    before = relax_module(
+        Kernels,
+        main=TestAnOutputPlannedAtTheBoundIsChecked.before["main"],
+        other=TestBoundedSymbolicSizesTakeTheirUpperBound._before,
+    )
+
+    def test_record(self):
+        plans = {p.function: p for p in memory_plan(self.before, pipeline=None)}
+        main = plans["main"].storages
+        assert [(s.bytes, s.pooled_bytes, bool(s.holds_result)) for s in main] == [
+            (128, 256, False),
+            (128, 128, True),
+        ]
+
+
+def _pooled_vms(memory_cfg=None, count=1):
+    """VMs of the pool-sized build of TestPoolSizingGivesEveryFunctionTheModulesSize."""
+    after = StaticPlanBlockMemory()(TestPoolSizingGivesEveryFunctionTheModulesSize.before)
+    built = compile_with_planner(after, planner="none")
+    return [relax.VirtualMachine(built, tvm.cpu(), memory_cfg=memory_cfg) for _ in range(count)]
+
+
+def test_pool_sized_functions_run_at_the_same_time_in_threads():
+    """Calls running at the same time each get blocks of their own: two threads, each with a
+    VM of the build, call both functions over and over and always get the reference results."""
+    before = TestPoolSizingGivesEveryFunctionTheModulesSize.before
+    reference = relax_vm(before, planner="none")
+    inputs = {name: relax_inputs(before[name], seed=3) for name in ("first", "second")}
+    expected = {name: run_relax(reference, name, inputs[name])[0] for name in inputs}
+    failures = []
+
+    def work(vm):
+        for _ in range(50):
+            for name in ("first", "second"):
+                got = run_relax(vm, name, inputs[name])[0]
+                if any((g != w).any() for g, w in zip(got, expected[name], strict=True)):
+                    failures.append(name)
+
+    threads = [threading.Thread(target=work, args=(vm,)) for vm in _pooled_vms(count=2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+def test_pool_sized_functions_run_with_the_naive_allocator():
+    """The naive allocator allocates what each call asks (`second` then allocates 128 bytes):
+    the results are the same."""
+    before = TestPoolSizingGivesEveryFunctionTheModulesSize.before
+    (vm,) = _pooled_vms(memory_cfg="naive")
+    for name in ("first", "second"):
+        inputs = relax_inputs(before[name], seed=4)
+        assert_same_relax_results(
+            before, before, name, inputs=inputs, vms=(relax_vm(before, planner="none"), vm)
+        )
 
 
 class TestModuleAttributesAreKept(PlanPass):

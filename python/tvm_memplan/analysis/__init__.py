@@ -13,6 +13,7 @@ from . import _ffi_api
 from ._helpers import check_tir, count_calls, element_bytes
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
 from .codes import Code, code_families, codes
+from .held_memory import HeldByPlan, PoolRecord, held_by_plan, pool_size, recorded_pool
 from .memory_plan import (
     FunctionMemoryPlan,
     PlannedTensor,
@@ -33,10 +34,12 @@ __all__ = [
     "CompactedRegion",
     "DoesNotFitError",
     "FunctionMemoryPlan",
+    "HeldByPlan",
     "InplaceCandidate",
     "Packing",
     "PlannedStorage",
     "PlannedTensor",
+    "PoolRecord",
     "RevertedInplaceWrite",
     "StorageAllocation",
     "allocation_plan",
@@ -46,6 +49,7 @@ __all__ = [
     "compacted_regions",
     "count_calls",
     "element_bytes",
+    "held_by_plan",
     "inplace_candidates",
     "memory_plan",
     "memory_plan_at",
@@ -54,7 +58,9 @@ __all__ = [
     "placement_counts",
     "planned_storage",
     "planner_input",
+    "pool_size",
     "prim_func_inplace_refusal",
+    "recorded_pool",
     "storage_after_planning",
     "total_bytes",
     "unsafe_inplace_writes",

@@ -1,0 +1,67 @@
+/*!
+ * \file relax/pool_sizes.h
+ * \brief The sizes planned storages are allocated with, so that TVM's pooled allocator reuses
+ *        one block across the functions of a module.
+ *
+ * TVM's VM, and MLC-LLM's engine, allocate each storage on every call through the
+ * PooledAllocator: it reuses a freed block only for a request of the same size rounded up to
+ * 4096 bytes, and gives nothing back, so a process holds, per size, the most blocks of it ever
+ * live at once. Functions whose storages all differ in size leave one block per size behind.
+ * Pool sizing raises the k-th largest constant storage of every function to the k-th largest of
+ * the module (per device and scope), so that every function asks the pool for the same sizes
+ * and the process holds about what its largest function needs:
+ *
+ * \code
+ *   function   planned   allocated               the pool holds, once all have run:
+ *   prefill    65536     65536                     planned sizes:    65536 + 32768 + 8192
+ *   embed      32768     65536 (with prefill)      allocated sizes:  65536
+ *   decode      8192     65536 (with prefill)
+ * \endcode
+ *
+ * Left as planned: functions TVM's planner plans, storages of symbolic size, storages holding a
+ * result (it outlives the call: at a larger size, the caller would hold that), and functions that
+ * call or are called by another Relax function of the module (the caller's storages are live
+ * while the callee runs: both would then hold the largest size). Calls that run at the same time
+ * (threads, several VMs) each get blocks of their own, as before. The naive allocator allocates
+ * what each call asks: there a small function allocates the module's largest size (one
+ * allocation per storage as before, no more memory at once than the largest function needs).
+ */
+#ifndef TVM_MEMPLAN_RELAX_POOL_SIZES_H_
+#define TVM_MEMPLAN_RELAX_POOL_SIZES_H_
+
+#include <string>
+#include <vector>
+
+#include "ir/relax.h"
+#include "relax/memory_plan_records.h"
+#include "relax/planner_choice.h"
+
+namespace tvm_memplan {
+namespace relax {
+
+/*! \brief The size one storage is allocated with, and whose storage set it. */
+struct PooledSize {
+  /*! \brief Bytes asked of the allocator: the planned bytes, or the module's storage of the same
+   *         rank; -1 when the storage has a symbolic size. */
+  int64_t bytes = -1;
+  /*! \brief The function whose storage of the same rank sets `bytes`; "" when its own does. */
+  std::string with;
+};
+
+/*!
+ * \brief Per plan, per storage, the size to allocate (option `pool_sizes`; without it, each
+ *        storage's own bytes).
+ */
+std::vector<std::vector<PooledSize>> PoolSizes(const ir::IRModule& mod,
+                                               const std::vector<FunctionMemoryPlanPtr>& plans,
+                                               const std::vector<PlannerChoice>& choices,
+                                               const MemoryPlanOptionsObj& options);
+
+/*! \brief The records of `plans` with the sizes PoolSizes chose (StorageAllocation.pooled_*). */
+void RecordPoolSizes(const std::vector<FunctionMemoryPlanPtr>& plans,
+                     const std::vector<std::vector<PooledSize>>& sizes);
+
+}  // namespace relax
+}  // namespace tvm_memplan
+
+#endif  // TVM_MEMPLAN_RELAX_POOL_SIZES_H_
