@@ -1,20 +1,29 @@
 """LLM memory at the sizes users deploy: a Llama-style module built as MLC-LLM builds one
 (``relax.frontend.nn`` with the paged KV cache of ``relax.frontend.nn.llm``, zoo/llm.py) and
-compiled in MLC-LLM's pass order, stock against tvm-memplan in one process, compile only.
+compiled in MLC-LLM's pass order, stock against tvm-memplan in one process: planned, held by the
+VM's pooled allocator, and the KV-cache tokens that leaves.
 
-Per function: the bytes the planner allocates with TVM's planner (the stock pipeline), with
-ours (the same pipeline through ``tvm_memplan.relax_pipeline``), and the peak-live bound of the
-IR our planner receives, every symbolic size at its MLC-LLM bound (``seq_len`` <= prefill
-chunk, ``total_seq_len`` <= context window, ``batch_size`` <= max batch). MLC-LLM's own
-"temporary buffer" estimate is the largest of these over the functions. Then what the VM's
-pooled allocator holds once prefill and decode have both run: it rounds each storage up to
-4096 bytes and reuses a freed buffer only for a request of that same size, so it holds, per
-rounded size, as many buffers as the function asking most of them: the union over the two
-functions, not their maximum.
+(a) Per function: the bytes the planner allocates with TVM's planner (the stock pipeline), with
+    ours (the same pipeline through ``tvm_memplan.relax_pipeline``), and the peak-live bound of
+    the IR our planner receives, every symbolic size at its MLC-LLM bound (``seq_len`` <= prefill
+    chunk, ``total_seq_len`` <= context window, ``batch_size`` <= max batch). Compile only.
+(b) Per model: MLC-LLM's "temporary buffer" estimate T (the largest function); what the pooled
+    allocator holds once every function has run (``analysis.held_by_sizes``: it rounds each
+    request up to 4096 bytes and reuses a block only for a request of that size, so it holds, per
+    size, the most blocks one function asks for; constant storages, ours at the sizes pool sizing
+    allocates); and, at Llama-3-8B's shapes (f16 weights) on a 24 GiB GPU at MLC-LLM's default
+    gpu_memory_utilization 0.85, the KV-cache tokens MLC-LLM's engine sizes from T
+    (``analysis.MLCKVCache``).
+(c) At run time (the HELD model, llvm): the bytes the real pooled allocator holds
+    (``analysis.recorded_pool``) after a prefill, decodes, a batch prefill and batch decodes,
+    then after prefills of four more lengths and batch prefills and decodes of every batch size
+    up to the bound: stock, ours without pool sizing, ours. Then the time of that varied sequence
+    with the naive allocator (which allocates every request anew), ours with and without pool
+    sizing: what pool sizing costs where nothing is pooled.
 
 Models: the small test model (hidden 128, 2 layers), Qwen2-0.5B's shapes and Llama-3-8B's
-(float16, prefill chunk 2048); weights are parameters and never made. ``--quick``: the small
-model only.
+(float16, prefill chunk 2048); weights are parameters and never made, except in (c).
+``--quick``: the small model only in (a) and (b).
 
     python bench/llm.py [--quick]
 """
@@ -23,23 +32,24 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
+import time
 
 import _zoo  # noqa: F401  (bench/_zoo.py: puts the repository root on the path, for zoo/)
 import tvm
 
 import tvm_memplan
 from tvm_memplan import pass_names
-from tvm_memplan.analysis import memory_plan
+from tvm_memplan.analysis import held_by_sizes, memory_plan, recorded_pool
 from tvm_memplan.instrument import capture
-from zoo.llm import LLAMA3_8B, QWEN2_0_5B, SMALL, llm_module, mlc_llm_pipeline
+from zoo import llm
+from zoo.llm import HELD, LLAMA3_8B, QWEN2_0_5B, SMALL, llm_module, mlc_llm_pipeline
 
 OUR_PLANNER = "tvm_memplan.StaticPlanBlockMemory"
-#: The pooled allocator's page (src/runtime/memory/pooled_allocator.h).
-POOL_PAGE = 4096
-#: The functions an engine runs for one request: the pool holds what both asked for.
-ENGINE_FUNCTIONS = ("prefill", "decode")
 MODELS = {"small": SMALL, "qwen2-0.5b": QWEN2_0_5B, "llama3-8b": LLAMA3_8B}
+#: (b): the GPU the KV-cache tokens are counted for, and MLC-LLM's default utilization.
+GPU_BYTES, GPU_UTILIZATION = 24 * 2**30, 0.85
+#: (c): code generation at opt-level 0, as the tests build the model.
+TARGET = tvm.target.Target({"kind": "llvm", "opt-level": 0})
 
 
 def planner_inputs(config) -> tuple[tvm.IRModule, tvm.IRModule]:
@@ -54,22 +64,9 @@ def planner_inputs(config) -> tuple[tvm.IRModule, tvm.IRModule]:
     return stock_in, ours_in
 
 
-def _pool(storages_by_function: dict[str, list[int]]) -> int:
-    """Bytes the pooled allocator holds after each function in the dict ran once."""
-    most: Counter = Counter()
-    for sizes in storages_by_function.values():
-        rounded = Counter(-(-size // POOL_PAGE) * POOL_PAGE for size in sizes if size > 0)
-        for size, count in rounded.items():
-            most[size] = max(most[size], count)
-    return sum(size * count for size, count in most.items())
-
-
-def _sizes(storages) -> list[int]:
-    return [int(s.bytes) for s in storages if int(s.bytes) >= 0]
-
-
 def measure(name: str, config) -> tuple[list[tuple], tuple[int, int]]:
-    """Per function (model, function, stock, ours, bound), and the pools (stock, ours)."""
+    """Per function (model, function, stock, ours, bound), and what the pool holds once every
+    function has run (stock, ours)."""
     stock_in, ours_in = planner_inputs(config)
     with tvm.target.Target("llvm"):
         stock = {str(p.function): p for p in memory_plan(stock_in, pipeline=None)}
@@ -82,11 +79,55 @@ def measure(name: str, config) -> tuple[list[tuple], tuple[int, int]]:
         if applied == 0 and stock_bytes <= 0:
             continue
         rows.append((name, function, stock_bytes, applied, bound))
-    pools = (
-        _pool({f: _sizes(stock[f].stock_storages) for f in ENGINE_FUNCTIONS if f in stock}),
-        _pool({f: _sizes(ours[f].storages) for f in ENGINE_FUNCTIONS if f in ours}),
+    held = (
+        held_by_sizes({f: [int(s.bytes) for s in p.stock_storages] for f, p in stock.items()}),
+        held_by_sizes({f: [int(s.pooled_bytes) for s in p.storages] for f, p in ours.items()}),
     )
-    return rows, pools
+    return rows, tuple(h.held_bytes for h in held)
+
+
+def _build(config, planner: str):
+    """The MLC-order build of `config` for llvm: "stock", "ours" or "ours, no pool sizing"."""
+    mod, _ = llm.llm_module(config, TARGET)
+    pipeline = llm.mlc_llm_pipeline(variable_bounds=config.variable_bounds)
+    if planner == "stock":
+        return tvm.compile(mod, TARGET, relax_pipeline=pipeline)
+    options = {"pool_sizes": planner == "ours"}
+    relax = tvm_memplan.relax_pipeline(pipeline, planner_options=options)
+    return tvm.compile(mod, TARGET, tir_pipeline="memplan", relax_pipeline=relax)
+
+
+def held_at_run_time(config) -> list[tuple[str, int, int]]:
+    """(build, held after the first calls, held after the varied ones) per build."""
+    weights = llm.llm_weights(config, seed=0)
+    lengths = [3, 17, 40, config.prefill_chunk_size]
+    batches = range(1, config.max_batch_size + 1)
+    rows = []
+    for planner in ("stock", "ours, no pool sizing", "ours"):
+        executable = _build(config, planner)
+        with recorded_pool() as pool:
+            vm = tvm.relax.VirtualMachine(executable, tvm.cpu())
+            llm.serve(vm, config, weights, [5], [2])
+            first = pool.held_bytes
+            llm.serve(vm, config, weights, lengths, batches, seed=1)
+            rows.append((planner, first, pool.held_bytes))
+    return rows
+
+
+def naive_allocator_seconds(config, repeat: int = 3) -> list[tuple[str, float]]:
+    """Best time of the varied sequence with the naive allocator, ours with and without pool
+    sizing."""
+    weights = llm.llm_weights(config, seed=0)
+    rows = []
+    for planner in ("ours, no pool sizing", "ours"):
+        vm = tvm.relax.VirtualMachine(_build(config, planner), tvm.cpu(), memory_cfg="naive")
+        best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            llm.serve(vm, config, weights, [3, 17, 40], range(1, config.max_batch_size + 1))
+            best = min(best, time.perf_counter() - start)
+        rows.append((planner, best))
+    return rows
 
 
 def _ratio(a: int, b: int) -> str:
@@ -114,17 +155,42 @@ def main() -> int:
         temporary = (max(r[2] for r in rows), max(r[3] for r in rows))
         summary.append((name, *temporary, *pools))
     print()
-    print("(b) MLC-LLM's temporary-buffer estimate (largest function) and the pooled allocator")
-    print("    after prefill and decode (bytes)")
+    print("(b) MLC-LLM's temporary-buffer estimate T (largest function) and what the pooled")
+    print("    allocator holds once every function has run (bytes)")
     print(
-        f"{'model':<12}  {'temp stock':>14}  {'temp memplan':>14}  {'ratio':>7}  "
-        f"{'pool stock':>14}  {'pool memplan':>14}  {'ratio':>7}"
+        f"{'model':<12}  {'T stock':>14}  {'T memplan':>14}  {'ratio':>7}  "
+        f"{'held stock':>14}  {'held memplan':>14}  {'ratio':>7}"
     )
-    for name, temp_stock, temp_ours, pool_stock, pool_ours in summary:
+    for name, temp_stock, temp_ours, held_stock, held_ours in summary:
         print(
             f"{name:<12}  {temp_stock:>14}  {temp_ours:>14}  {_ratio(temp_ours, temp_stock):>7}  "
-            f"{pool_stock:>14}  {pool_ours:>14}  {_ratio(pool_ours, pool_stock):>7}"
+            f"{held_stock:>14}  {held_ours:>14}  {_ratio(held_ours, held_stock):>7}"
         )
+    for name, temp_stock, temp_ours, _, _ in summary:
+        if name != "llama3-8b":
+            continue
+        kv = LLAMA3_8B.kv_cache()
+        tokens = [
+            kv.tokens(t, LLAMA3_8B.param_bytes, GPU_BYTES, GPU_UTILIZATION)
+            for t in (temp_stock, temp_ours)
+        ]
+        print(
+            f"KV-cache tokens, llama3-8b, f16 weights ({LLAMA3_8B.param_bytes / 1e9:.1f} GB), "
+            f"24 GiB at {GPU_UTILIZATION}: stock {tokens[0]}, memplan {tokens[1]} "
+            f"({tokens[1] - tokens[0]:+d}; {kv.bytes_per_token} B per token)"
+        )
+    print()
+    print(
+        f"(c) held by the pooled allocator at run time, HELD model (vocabulary "
+        f"{HELD.vocab_size}, batches up to {HELD.max_batch_size}, chunk "
+        f"{HELD.prefill_chunk_size}; bytes)"
+    )
+    print(f"{'build':<22}  {'first calls':>12}  {'varied calls':>12}  {'grew':>10}")
+    for planner, first, varied in held_at_run_time(HELD):
+        print(f"{planner:<22}  {first:>12}  {varied:>12}  {varied - first:>10}")
+    print("naive allocator, the varied calls (best of 3):")
+    for planner, seconds in naive_allocator_seconds(HELD):
+        print(f"  {planner:<22}  {seconds:.3f} s")
     return 0
 
 

@@ -343,6 +343,31 @@ class LlamaConfig:
     tie_word_embeddings: bool = False
 
     @property
+    def param_bytes(self) -> int:
+        """Bytes of the weights at ``dtype``: embedding, per layer attention, MLP and norms, the
+        final norm, and the lm_head unless tied."""
+        q, kv = self.num_attention_heads * self.head_dim, self.num_key_value_heads * self.head_dim
+        h = self.hidden_size
+        layer = h * q + 2 * h * kv + q * h + 3 * h * self.intermediate_size + 2 * h
+        count = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        count += self.num_hidden_layers * layer + h
+        return count * np.dtype(self.dtype).itemsize
+
+    def kv_cache(self):
+        """MLC-LLM's KV-cache sizing for this model (tvm_memplan.analysis.MLCKVCache)."""
+        from tvm_memplan.analysis import MLCKVCache
+
+        return MLCKVCache(
+            num_layers=self.num_hidden_layers,
+            num_attention_heads=self.num_attention_heads,
+            num_key_value_heads=self.num_key_value_heads,
+            head_dim=self.head_dim,
+            vocab_size=self.vocab_size,
+            prefill_chunk_size=self.prefill_chunk_size,
+            max_num_sequence=self.max_batch_size,
+        )
+
+    @property
     def variable_bounds(self) -> dict[str, int]:
         """MLC-LLM's bounds for a model without a sliding window (``interface/compile.py``)."""
         return {

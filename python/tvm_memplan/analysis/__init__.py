@@ -13,7 +13,15 @@ from . import _ffi_api
 from ._helpers import check_tir, count_calls, element_bytes
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
 from .codes import Code, code_families, codes
-from .held_memory import HeldByPlan, PoolRecord, held_by_plan, pool_size, recorded_pool
+from .held_memory import (
+    HeldByPlan,
+    MLCKVCache,
+    PoolRecord,
+    held_by_plan,
+    held_by_sizes,
+    pool_size,
+    recorded_pool,
+)
 from .memory_plan import (
     FunctionMemoryPlan,
     PlannedTensor,
@@ -36,6 +44,7 @@ __all__ = [
     "FunctionMemoryPlan",
     "HeldByPlan",
     "InplaceCandidate",
+    "MLCKVCache",
     "Packing",
     "PlannedStorage",
     "PlannedTensor",
@@ -50,6 +59,7 @@ __all__ = [
     "count_calls",
     "element_bytes",
     "held_by_plan",
+    "held_by_sizes",
     "inplace_candidates",
     "memory_plan",
     "memory_plan_at",

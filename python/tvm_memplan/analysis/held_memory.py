@@ -26,7 +26,16 @@ from dataclasses import dataclass, field
 import tvm
 import tvm_ffi
 
-__all__ = ["POOL_PAGE", "HeldByPlan", "PoolRecord", "held_by_plan", "pool_size", "recorded_pool"]
+__all__ = [
+    "POOL_PAGE",
+    "HeldByPlan",
+    "MLCKVCache",
+    "PoolRecord",
+    "held_by_plan",
+    "held_by_sizes",
+    "pool_size",
+    "recorded_pool",
+]
 
 #: The PooledAllocator's rounding (its page size, kDefaultPageSize in TVM's runtime).
 POOL_PAGE = 4096
@@ -138,13 +147,82 @@ def held_by_plan(planned: tvm.IRModule) -> HeldByPlan:
             if nbytes is None:
                 unknown.append(1)
             else:
-                sizes.append(pool_size(nbytes))
+                sizes.append(nbytes)
 
         tvm.relax.analysis.post_order_visit(func, visit)
-        functions[gv.name_hint] = sorted(sizes, reverse=True)
+        functions[gv.name_hint] = sizes
         symbolic[gv.name_hint] = len(unknown)
+    return held_by_sizes(functions, symbolic)
+
+
+def held_by_sizes(functions: dict[str, list[int]], symbolic: dict[str, int] | None = None):
+    """The rule alone, on the bytes each function's storages are allocated with."""
+    rounded = {
+        name: sorted((pool_size(b) for b in sizes if b > 0), reverse=True)
+        for name, sizes in functions.items()
+    }
     blocks: Counter = Counter()
-    for sizes in functions.values():
+    for sizes in rounded.values():
         for size, count in Counter(sizes).items():
             blocks[size] = max(blocks[size], count)
-    return HeldByPlan(dict(blocks), functions, symbolic)
+    return HeldByPlan(dict(blocks), rounded, dict(symbolic or {}))
+
+
+# ---- what MLC-LLM's engine does with the planned bytes ---------------------------------------
+
+
+@dataclass(frozen=True)
+class MLCKVCache:
+    """MLC-LLM's sizing of the paged KV cache (``cpp/serve/config.cc`` of mlc-ai/mlc-llm,
+    ``InferMaxTotalSequenceLength``): what is left of ``gpu_bytes * gpu_memory_utilization``
+    after the parameters, twice the largest function's temporary-buffer estimate (its
+    ``memory_usage`` metadata, doubled by the engine) and its fixed workspaces, in tokens of
+    ``head_dim * kv_heads * layers * 4 + 1.25`` bytes (f16 keys and values, its page metadata).
+    """
+
+    num_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    vocab_size: int
+    prefill_chunk_size: int
+    max_num_sequence: int
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.head_dim * self.num_key_value_heads * self.num_layers * 4 + 1.25
+
+    def workspace_bytes(self) -> float:
+        """The engine's KV auxiliary, model and logit-processor workspaces."""
+        chunk, seqs, qo, kv = (
+            self.prefill_chunk_size,
+            self.max_num_sequence,
+            self.num_attention_heads,
+            self.num_key_value_heads,
+        )
+        hidden = self.head_dim * qo
+        kv_aux = (
+            (seqs + 1) * 88
+            + chunk * (qo + 1) * 8
+            + chunk * self.head_dim * (qo + kv) * 4
+            + 48 * 1024 * 1024
+        )
+        model = chunk * 4 + seqs * 4 + (chunk * 2 + seqs) * hidden * 2
+        logits = seqs * 20 + seqs * self.vocab_size * 16.125
+        return kv_aux + model + logits
+
+    def tokens(
+        self,
+        temporary_bytes: int,
+        params_bytes: int,
+        gpu_bytes: int,
+        gpu_memory_utilization: float = 0.85,
+    ) -> int:
+        """KV-cache tokens for a build whose largest function plans `temporary_bytes`."""
+        free = (
+            gpu_bytes * gpu_memory_utilization
+            - params_bytes
+            - 2 * temporary_bytes
+            - self.workspace_bytes()
+        )
+        return int(free / self.bytes_per_token)
