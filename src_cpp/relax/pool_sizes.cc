@@ -65,6 +65,21 @@ std::map<PoolKey, std::vector<size_t>> RankedStorages(const FunctionMemoryPlanOb
   return ranked;
 }
 
+/*!
+ * \brief What MLC-LLM's AttachMetadataWithMemoryUsage counts of a function: its storages of
+ *        constant size, at `sizes`, and its unplanned tensors of constant shape.
+ */
+int64_t ConstantBytes(const FunctionMemoryPlanObj& plan, const std::vector<PooledSize>& sizes) {
+  int64_t total = 0;
+  for (const PooledSize& size : sizes) total += std::max<int64_t>(size.bytes, 0);
+  for (const ObjectRef& tensor : plan.tensors) {
+    const auto* t = tensor.as<PlannedTensorObj>();
+    if (t->storage >= 0 || !t->size) continue;
+    total += std::max<int64_t>(AsConstInt(*t->size).value_or(0), 0);
+  }
+  return total;
+}
+
 }  // namespace
 
 std::vector<std::vector<PooledSize>> PoolSizes(const IRModule& mod,
@@ -100,13 +115,24 @@ std::vector<std::vector<PooledSize>> PoolSizes(const IRModule& mod,
       }
     }
   }
-  // 4. Each storage at its rank's size.
+  // 4. Each storage at its rank's size, unless that takes its function's constant storages
+  //    together past the largest function's: MLC-LLM's engine reserves twice that sum (its
+  //    "temporary buffer" estimate) ahead of the KV cache, so it must not grow.
+  std::vector<int64_t> totals(plans.size(), 0);
+  int64_t largest_total = 0;
+  for (size_t p = 0; p < plans.size(); ++p) {
+    totals[p] = ConstantBytes(*plans[p], sizes[p]);
+    largest_total = std::max(largest_total, totals[p]);
+  }
   for (size_t p : pooled) {
     for (const auto& [key, indices] : ranked[p]) {
       for (size_t k = 0; k < indices.size(); ++k) {
         PooledSize& size = sizes[p][indices[k]];
         const PooledSize& top = largest.at({key, k});
-        if (top.bytes > size.bytes) size = top;
+        int64_t grows = top.bytes - size.bytes;
+        if (grows <= 0 || totals[p] + grows > largest_total) continue;
+        totals[p] += grows;
+        size = top;
       }
     }
   }

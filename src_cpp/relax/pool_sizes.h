@@ -18,6 +18,9 @@
  *   decode      8192     65536 (with prefill)
  * \endcode
  *
+ * A storage keeps its size where the larger one would take its function's constant storages
+ * together past the module's largest function's: that sum is MLC-LLM's "temporary buffer"
+ * estimate, which its engine reserves twice ahead of the KV cache, and pool sizing never raises it.
  * Left as planned: functions TVM's planner plans, storages of symbolic size, storages holding a
  * result (it outlives the call: at a larger size, the caller would hold that), and functions that
  * call or are called by another Relax function of the module (the caller's storages are live

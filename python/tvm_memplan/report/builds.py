@@ -7,7 +7,8 @@ changed.
     summary = summarize_build(1, "tvm.compile", traced, target)
     summary_line(summary)
     # build 1 (tvm.compile, llvm): 10 Relax functions, 9 planned by tvm-memplan; VM planned
-    # 196608 B (largest: prefill), TVM's planner 245760 B on the same IR (0.800), ...
+    # 196608 B (largest: prefill), TVM's planner 245760 B on the same IR (0.800), ...; pooled
+    # allocator holds 200704 B once every function has run, with TVM's planner 262144 B ...
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ class BuildSummary:
     planned: int | str | None = None
     stock_same_ir: int | str | None = None
     bound: int | str | None = None
+    #: What TVM's pooled allocator holds once every function has run (analysis.held_by_sizes:
+    #: per rounded size, the most blocks one function asks for; constant storages, ours at the
+    #: sizes pool sizing allocates), with our plan and with TVM's planner on the same IR.
+    held: int | None = None
+    stock_held: int | None = None
     #: Calls our in-place runs made in place (None: none ran).
     inplace: int | None = None
     concats: int = 0
@@ -112,6 +118,12 @@ def summarize_build(
     summary.bound = needs.vm_peak([int(p.peak_live_bytes) for p in plans], calls_each_other)
     if plans and not calls_each_other and all(isinstance(v, int) for v in planned):
         summary.largest = str(plans[planned.index(max(planned))].function)
+    summary.held = analysis.held_by_sizes(
+        {str(p.function): [int(s.pooled_bytes) for s in p.storages] for p in plans}
+    ).held_bytes
+    summary.stock_held = analysis.held_by_sizes(
+        {str(p.function): [int(s.bytes) for s in p.stock_storages] for p in plans}
+    ).held_bytes
     for figure in ("planned", "stock_same_ir", "bound"):
         value = getattr(summary, figure)
         if value is not None and not isinstance(value, int):
@@ -155,6 +167,8 @@ def summary_line(s: BuildSummary) -> str:
         f"VM planned {_bytes(s.planned)}{which}, TVM's planner {_bytes(s.stock_same_ir)} on "
         f"the same IR ({ratio(s.planned, s.stock_same_ir) if both else '-'}), peak-live bound "
         f"{_bytes(s.bound)}",
+        f"pooled allocator holds {_bytes(s.held)} once every function has run, with TVM's "
+        f"planner {_bytes(s.stock_held)} ({ratio(s.held, s.stock_held) if s.stock_held else '-'})",
         f"{'-' if s.inplace is None else s.inplace} calls in place",
         f"{s.copy_free} of {s.concats} concatenations copy-free",
     ]
