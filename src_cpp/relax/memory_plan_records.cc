@@ -63,10 +63,11 @@ void MemoryPlanOptionsObj::RegisterReflection() {
               "largest (per device and scope; storages holding results keep their size), so that "
               "TVM's pooled allocator, which reuses a "
               "block only for a request of the same rounded size and never frees one, holds one "
-              "block per rank for all functions instead of one per distinct size. A storage keeps "
-              "its size where the larger one would take its function's constant storages past "
-              "the largest function's (MLC-LLM's temporary-buffer estimate never grows), and so "
-              "do functions that call or are called by another Relax function.");
+              "block per rank for all functions instead of one per distinct size. For MLC-LLM "
+              "(functions marked relax.memory_plan_dynamic_func_output), a storage keeps its "
+              "size where the larger one would take its function's constant storages past the "
+              "largest function's: its temporary-buffer estimate never grows. Functions that call "
+              "or are called by another Relax function keep their sizes.");
 }
 
 void PlannedTensorObj::RegisterReflection() {

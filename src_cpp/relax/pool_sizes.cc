@@ -7,6 +7,7 @@
 #include <tvm/ffi/extra/structural_visit.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_set>
 #include <utility>
@@ -80,6 +81,20 @@ int64_t ConstantBytes(const FunctionMemoryPlanObj& plan, const std::vector<Poole
   return total;
 }
 
+/*!
+ * \brief Whether `mod` is built for MLC-LLM's engine, which sizes its KV cache after reserving
+ *        twice the largest function's constant bytes: its functions carry
+ *        `relax.memory_plan_dynamic_func_output` (MLC-LLM's AttachMemoryPlanAttr sets it).
+ */
+bool ReservesTheEstimate(const IRModule& mod) {
+  for (const auto& [global_var, base_func] : mod.functions()) {
+    if (!Is<Function>(base_func)) continue;
+    std::optional<Any> marked = FuncAttr(base_func, schema::attr::MemoryPlanDynamicFuncOutput);
+    if (marked && marked->cast<bool>()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::vector<PooledSize>> PoolSizes(const IRModule& mod,
@@ -115,14 +130,17 @@ std::vector<std::vector<PooledSize>> PoolSizes(const IRModule& mod,
       }
     }
   }
-  // 4. Each storage at its rank's size, unless that takes its function's constant storages
-  //    together past the largest function's: MLC-LLM's engine reserves twice that sum (its
-  //    "temporary buffer" estimate) ahead of the KV cache, so it must not grow.
+  // 4. Each storage at its rank's size; for MLC-LLM's engine, unless that takes its function's
+  //    constant storages together past the largest function's: the engine reserves twice that
+  //    sum (its "temporary buffer" estimate) ahead of the KV cache, so it must not grow.
   std::vector<int64_t> totals(plans.size(), 0);
-  int64_t largest_total = 0;
-  for (size_t p = 0; p < plans.size(); ++p) {
-    totals[p] = ConstantBytes(*plans[p], sizes[p]);
-    largest_total = std::max(largest_total, totals[p]);
+  int64_t largest_total = std::numeric_limits<int64_t>::max();
+  if (ReservesTheEstimate(mod)) {
+    largest_total = 0;
+    for (size_t p = 0; p < plans.size(); ++p) {
+      totals[p] = ConstantBytes(*plans[p], sizes[p]);
+      largest_total = std::max(largest_total, totals[p]);
+    }
   }
   for (size_t p : pooled) {
     for (const auto& [key, indices] : ranked[p]) {

@@ -18,9 +18,12 @@
  *   decode      8192     65536 (with prefill)
  * \endcode
  *
- * A storage keeps its size where the larger one would take its function's constant storages
- * together past the module's largest function's: that sum is MLC-LLM's "temporary buffer"
- * estimate, which its engine reserves twice ahead of the KV cache, and pool sizing never raises it.
+ * For MLC-LLM's engine (functions marked `relax.memory_plan_dynamic_func_output`, as MLC-LLM's
+ * AttachMemoryPlanAttr marks them), a storage keeps its size where the larger one would take its
+ * function's constant storages together past the module's largest function's: that sum is the
+ * engine's "temporary buffer" estimate, which it reserves twice ahead of the KV cache, so pool
+ * sizing never raises it there (the KV cache is what its users pay for). Elsewhere what the pool
+ * holds is what the process pays, and storages take the module's sizes freely.
  * Left as planned: functions TVM's planner plans, storages of symbolic size, storages holding a
  * result (it outlives the call: at a larger size, the caller would hold that), and functions that
  * call or are called by another Relax function of the module (the caller's storages are live

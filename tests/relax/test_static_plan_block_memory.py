@@ -1193,7 +1193,8 @@ class TestKeepsSizesOfFunctionsThatCallEachOther(PlanCase):
 class TestPoolSizingNeverRaisesTheLargestFunctionsBytes(RecordCase):
     """`main`'s temporaries (128 bytes) would take `other`'s 256, but with `main`'s result
     storage (128 bytes, which keeps its size: it outlives the call) that would make `main`
-    allocate 384 bytes, more than the largest function: MLC-LLM reserves twice that figure (its
+    allocate 384 bytes, more than the largest function: `main` is marked for MLC-LLM's engine
+    (relax.memory_plan_dynamic_func_output), which reserves twice that figure (its
     temporary-buffer estimate) ahead of the KV cache, so both keep their sizes."""
 
     before = relax_module(
