@@ -60,6 +60,7 @@ from tvm import relax
 import tvm_memplan
 from tvm_memplan import analysis, pass_names
 from tvm_memplan.analysis.cuda_graphs import (
+    CUDA_GRAPH_ALLOC,
     ENTRY_CHECK,
     USE_CUDA_GRAPH,
     CaptureComparison,
@@ -312,6 +313,10 @@ class Build:
     graphs: dict[str, CaptureSummary] = dataclasses.field(default_factory=dict)
     #: MLC-LLM's temporary buffer (max over functions of planned bytes), graphs on and off.
     temp_bytes: dict[bool, int] = dataclasses.field(default_factory=dict)
+    #: What TVM's pooled allocator holds once every function has run (analysis.held_by_plan of
+    #: the planned module; graphs on: after RewriteCUDAGraph, its cuda_graph_alloc arena kept
+    #: beside the pool), graphs on and off.
+    held_bytes: dict[bool, int] = dataclasses.field(default_factory=dict)
     #: Seconds of the whole build with CUDA graphs on: the best of interleaved rounds (0: not
     #: timed, a build failed).
     seconds: float = 0.0
@@ -440,6 +445,9 @@ def _measure(build_fn: Callable[[], object], config: dict, target) -> Build:
     if ATTACH_METADATA in t.before:
         result.temp_bytes[True] = _temporary_buffer(t.before[ATTACH_METADATA])
     if result.after_rewrite is not None:
+        held = analysis.held_by_plan(result.after_rewrite, resident=(CUDA_GRAPH_ALLOC,))
+        result.held_bytes[True] = held.held_bytes
+    if result.after_rewrite is not None:
         result.ill_formed = _violation(result.after_rewrite)
         result.input_ill_formed = _violation(t.before[REWRITE])
         if result.ill_formed:
@@ -449,6 +457,7 @@ def _measure(build_fn: Callable[[], object], config: dict, target) -> Build:
     t = trace(build_fn, [ATTACH_METADATA], stop_after=ATTACH_METADATA, catch=True, config=off)
     if ATTACH_METADATA in t.before:
         result.temp_bytes[False] = _temporary_buffer(t.before[ATTACH_METADATA])
+        result.held_bytes[False] = analysis.held_by_plan(t.before[ATTACH_METADATA]).held_bytes
     return result
 
 
@@ -589,6 +598,7 @@ def print_table(results: list[ModelResult], functions: bool, kernels: bool) -> N
     )
     print(header)
     print("-" * len(header))
+    held_rows = []
     for r in results:
         s, o, c = r.stock, r.ours, r.comparisons
         graphs = f"{sum(x.stock_regions for x in c)}/{sum(x.ours_regions for x in c)}"
@@ -597,6 +607,9 @@ def print_table(results: list[ModelResult], functions: bool, kernels: bool) -> N
         in_place = sum(
             k != kernel_name(k) for summary in o.graphs.values() for k in summary.captured
         )
+        held = f"{s.held_bytes.get(True, '-')}/{o.held_bytes.get(True, '-')}"
+        held_off = f"{s.held_bytes.get(False, '-')}/{o.held_bytes.get(False, '-')}"
+        held_rows.append((r.name, held, held_off))
         on = f"{_bytes(s, True)}/{_bytes(o, True)}"
         off = f"{_bytes(s, False)}/{_bytes(o, False)}"
         checks = f"{o.checks_in_graphs}/{o.checks_after_graph}/{o.checks}"
@@ -620,6 +633,15 @@ def print_table(results: list[ModelResult], functions: bool, kernels: bool) -> N
         "whole build with CUDA graphs on; ratio: ours/stock; holds: "
         "ours builds, is well formed (or ill formed only as stock is, the same violation), has "
         "no check in or after a graph, and captures every kernel stock captures in no more graphs"
+    )
+    print()
+    print(f"{'model':<8} {'held bytes, graphs on':>27} {'held bytes, graphs off':>27}")
+    for name, held, held_off in held_rows:
+        print(f"{name:<8} {held:>27} {held_off:>27}")
+    print(
+        "held: what TVM's pooled allocator holds once every function has run, stock/ours "
+        "(analysis.held_by_plan: per size rounded to 4096 B, the most blocks one function asks "
+        "for; graphs on: RewriteCUDAGraph's cuda_graph_alloc arena beside the pooled storages)"
     )
     for r in results:
         for build, who in ((r.stock, "stock"), (r.ours, "ours")):

@@ -14,6 +14,7 @@ from ._helpers import check_tir, count_calls, element_bytes
 from .allocation_plan import AllocationDecision, allocation_plan, placement_counts
 from .codes import Code, code_families, codes
 from .held_memory import (
+    POOL_PAGE,
     HeldByPlan,
     MLCKVCache,
     PoolRecord,
@@ -36,6 +37,7 @@ from .packing import DoesNotFitError, Packing, optimality_codes, pack_offsets
 from .planned_storage import PlannedStorage, planned_storage, storage_after_planning
 
 __all__ = [
+    "POOL_PAGE",
     "Allocation",
     "AllocationDecision",
     "Code",

@@ -21,6 +21,7 @@ import tvm
 from tvm import relax
 
 __all__ = [
+    "CUDA_GRAPH_ALLOC",
     "ENTRY_CHECK",
     "USE_CUDA_GRAPH",
     "CaptureComparison",
@@ -36,6 +37,8 @@ USE_CUDA_GRAPH = "relax.backend.use_cuda_graph"
 ENTRY_CHECK = "vm.builtin.match_shape"
 RUN_OR_CAPTURE = "vm.builtin.cuda_graph.run_or_capture"
 GET_CACHED_ALLOC = "vm.builtin.cuda_graph.get_cached_alloc"
+#: The function RewriteCUDAGraph lifts captured regions' static storages into, run once per VM.
+CUDA_GRAPH_ALLOC = "cuda_graph_alloc"
 
 
 @dataclasses.dataclass

@@ -20,6 +20,7 @@ size, the most blocks of that size ever live at once; a size seen once is held f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -103,10 +104,12 @@ class HeldByPlan:
     functions: dict[str, list[int]]
     #: Per function, how many storages (or unplanned tensors) have a symbolic size.
     symbolic: dict[str, int]
+    #: Bytes allocated once and kept beside the pool (``held_by_plan``'s ``resident``).
+    resident_bytes: int = 0
 
     @property
     def held_bytes(self) -> int:
-        return sum(size * count for size, count in self.blocks.items())
+        return self.resident_bytes + sum(size * count for size, count in self.blocks.items())
 
     @property
     def largest_function_bytes(self) -> int:
@@ -123,10 +126,12 @@ def _constant_bytes(shape, dtype: str | None) -> int | None:
     return nbytes
 
 
-def held_by_plan(planned: tvm.IRModule) -> HeldByPlan:
+def held_by_plan(planned: tvm.IRModule, resident: tuple[str, ...] = ()) -> HeldByPlan:
     """The pool's rule applied to ``planned``, a module a memory planner (TVM's or ours) has just
     planned: its ``alloc_storage`` calls (bytes) and ``R.builtin.alloc_tensor`` calls (one block
-    each, at their shape)."""
+    each, at their shape). Functions named in ``resident`` allocate once and keep what they
+    allocate (RewriteCUDAGraph's ``cuda_graph_alloc``, run once per VM): their storages are held
+    beside the pool's blocks (``HeldByPlan.resident_bytes``), not shared with them."""
     functions: dict[str, list[int]] = {}
     symbolic: dict[str, int] = {}
     for gv, func in planned.functions.items():
@@ -152,7 +157,9 @@ def held_by_plan(planned: tvm.IRModule) -> HeldByPlan:
         tvm.relax.analysis.post_order_visit(func, visit)
         functions[gv.name_hint] = sizes
         symbolic[gv.name_hint] = len(unknown)
-    return held_by_sizes(functions, symbolic)
+    kept = {name: functions.pop(name) for name in resident if name in functions}
+    held = held_by_sizes(functions, symbolic)
+    return dataclasses.replace(held, resident_bytes=sum(sum(sizes) for sizes in kept.values()))
 
 
 def held_by_sizes(functions: dict[str, list[int]], symbolic: dict[str, int] | None = None):
