@@ -76,13 +76,11 @@ def _chain(rng: np.random.Generator):
     return stages, steps
 
 
-def _split_inner(sch, block, rng, steps, loop_index=0):
-    """Split one spatial loop of `block` by 2, 4 or 8 (a tail when it does not divide)."""
-    loops = sch.get_loops(block)
-    loop = loops[min(loop_index, len(loops) - 1)]
+def _split_outermost(sch, block, rng, steps):
+    """Split the outermost loop of `block` by 2, 4 or 8 (a tail when it does not divide)."""
     factor = int(rng.choice([2, 4, 8]))
-    outer, inner = sch.split(loop, [None, factor])
-    steps.append(f"split {sch.get(block).name_hint} loop {loop_index} by {factor}")
+    outer, inner = sch.split(sch.get_loops(block)[0], [None, factor])
+    steps.append(f"split {sch.get(block).name_hint} loop 0 by {factor}")
     return outer, inner
 
 
@@ -126,7 +124,7 @@ def random_schedule(seed: int, gpu: bool = False) -> ScheduleCase:
         out, producer_of_out = write_back, out
     else:
         producer_of_out = None
-    outer, inner = _split_inner(sch, out, rng, steps)
+    outer, inner = _split_outermost(sch, out, rng, steps)
     loops = sch.get_loops(out)
     # Producers go into the output's loops, innermost first: each at a random one of them.
     producers = [sch.get_sblock(t.name) for t in stages[1:-1]][::-1]
