@@ -83,7 +83,9 @@ def minimalloc(binary: str | None, path: Path, capacity: int, timeout_s: float):
 
 def _ours(items, capacity, budget_s):
     start = time.perf_counter()
-    packing = pack_offsets(items, capacity=capacity, alignment=1, budget_s=budget_s)
+    packing = pack_offsets(
+        items, capacity=capacity, alignment=1, exact_search_ms=round(budget_s * 1000)
+    )
     return packing, time.perf_counter() - start
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tvm_memplan import report as report_module
-from tvm_memplan.cli import UsageError, main, parse_input_shapes, parse_shape_vars, parse_target
+from tvm_memplan.cli import main
+from tvm_memplan.command_line import UsageError, parse_input_shapes, parse_shape_vars, parse_target
 
 
 @pytest.fixture(scope="module")
@@ -200,6 +201,7 @@ def test_a_pass_failing_is_shown_and_the_rest_reported(tmp_path, capsys):
         ("Module = None\n", ["--target", "[1]"], "--target must be a JSON object"),
         ("Module = None\n", ["--shape-var", "n"], "--shape-var 'n' is not NAME=VALUE"),
         ("Module = None\n", ["--input-shape", "x:1"], "--input-shape 'x:1' is not NAME=DIM"),
+        ("Module = None\n", ["--exact-search-ms", "-5"], "--exact-search-ms must be a whole"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(tmp_path, capsys, source, args, message):

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 from tvm_memplan import report
-from tvm_memplan.cli import parse_budgets
+from tvm_memplan.command_line import parse_budgets
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

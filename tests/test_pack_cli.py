@@ -57,3 +57,31 @@ def test_a_bad_csv_is_one_line_and_exit_2(tmp_path, capsys, text, message):
 def test_a_missing_file_is_exit_2(tmp_path, capsys):
     assert main(["pack", str(tmp_path / "none.csv")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def _perfect_csv(tmp_path, count=40):
+    from zoo.packings import perfect_packing
+
+    path = tmp_path / "perfect.csv"
+    rows = [f"{i},{lower},{upper},{size}" for i, lower, upper, size in perfect_packing(count, 0)]
+    path.write_text("id,lower,upper,size\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_exact_search_ms_0_keeps_the_greedy_orders(tmp_path, capsys):
+    """--exact-search-ms 0: no exact search, the greedy orders' best, said best_found; by
+    default the same problem is searched to its bound."""
+    path = _perfect_csv(tmp_path)
+    assert main(["pack", str(path), "--alignment", "64", "--exact-search-ms", "0"]) == 0
+    greedy = capsys.readouterr().out
+    assert "best_found" in greedy and "exact search" not in greedy
+    assert main(["pack", str(path), "--alignment", "64"]) == 0
+    assert "at_bound; exact search" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "ten"])
+def test_a_bad_exact_search_ms_is_one_line_and_exit_2(problem, capsys, value):
+    assert main(["pack", str(problem), "--exact-search-ms", value]) == 2
+    err = capsys.readouterr().err
+    assert "--exact-search-ms must be a whole number of milliseconds >= 0" in err
+    assert err.count("\n") == 1

@@ -22,7 +22,9 @@ import tvm
 
 from tvm_memplan import substitution
 from tvm_memplan.cli import main
-from tvm_memplan.report.builds import BuildSummary, summary_line
+from tvm_memplan.recording import recording_builds
+from tvm_memplan.report.build_summary import BuildSummary, summary_line
+from tvm_memplan.report.trace_builds import RECORDED_PASSES
 from zoo import llm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -464,11 +466,9 @@ def test_the_report_shows_each_plans_optimality_code(tmp_path):
 def test_builds_run_under_the_tools_pass_context(tmp_path):
     """The trace of a build keeps the tool's PassContext: a config key the tool sets
     (StorageRewrite disabled) holds in the build as it would without the run."""
-    from tvm_memplan.run import recording_builds
-
     mod = _load_tiny(tmp_path)
     config = {"tirx.disable_storage_rewrite": True}
-    with recording_builds() as builds:
+    with recording_builds(RECORDED_PASSES) as builds:
         tvm.compile(mod, target="llvm")
         with tvm.transform.PassContext(opt_level=3, config=config):
             tvm.compile(mod, target="llvm")
@@ -479,15 +479,39 @@ def test_builds_run_under_the_tools_pass_context(tmp_path):
     assert bool(configured.context["config"]["tirx.disable_storage_rewrite"])
 
 
+def test_the_search_budget_reaches_the_tools_builds(tmp_path):
+    """Recorded with a budget (`run --exact-search-ms`), each build runs under a PassContext
+    holding it, on top of the tool's own settings; the planner sees it there."""
+    from tvm_memplan.analysis import search_config
+
+    mod = _load_tiny(tmp_path)
+    seen = []
+
+    @tvm.transform.module_pass(opt_level=0)
+    def look(m, ctx):
+        seen.append(int(ctx.config["tvm_memplan.exact_search_ms"]))
+        return m
+
+    recording = recording_builds(RECORDED_PASSES, search_config(7))
+    with recording as builds, tvm.transform.PassContext(opt_level=3):
+        tvm.compile(
+            mod,
+            target="llvm",
+            relax_pipeline=tvm.transform.Sequential([look, tvm.relax.get_pipeline("default")]),
+        )
+    (build,) = builds
+    assert seen == [7]
+    assert build.context["opt_level"] == 3
+    assert int(build.context["config"]["tvm_memplan.exact_search_ms"]) == 7
+
+
 def test_the_stand_ins_pipeline_ran_mlc_llm_order_with_ours(tmp_path):
     """Recorded as `run` records it, the stand-in's one build ran its own pipeline's passes in
     MLC-LLM's order, with ours in place of TVM's (the constructors it builds them with were
     substituted process-wide)."""
     from test_mlc_llm import MLC_LLM_ORDER, OURS
 
-    from tvm_memplan.run import recording_builds
-
-    with recording_builds() as builds, contextlib.redirect_stdout(io.StringIO()):
+    with recording_builds(RECORDED_PASSES) as builds, contextlib.redirect_stdout(io.StringIO()):
         llm_compile.main(["--out", str(tmp_path / "outputs.npz")])
     (build,) = builds
     traced = build.traced

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import tvm
 
-from tvm_memplan.cli import parse_budgets
+from tvm_memplan.command_line import parse_budgets
 from tvm_memplan.report import build_report, render_html, run_report
 from tvm_memplan.report.text import fit_lines
 

@@ -97,3 +97,6 @@ verify_compatible()
 tvm_ffi.get_global_func("tvm_memplan.target.RegisterOptions")()
 # The diagnostic channel: PassContext option tvm_memplan.dump_dir (docs/development.md).
 tvm_ffi.get_global_func("tvm_memplan.ir.RegisterDumpOption")()
+# The planner's exact-search budget for a whole build: PassContext option
+# tvm_memplan.exact_search_ms (src_cpp/relax/search_budget.h).
+tvm_ffi.get_global_func("tvm_memplan.relax.RegisterOptions")()

@@ -115,12 +115,18 @@ def trace(
 def _context(instrument, config: dict, inherit: bool) -> tvm.transform.PassContext:
     if not inherit:
         return tvm.transform.PassContext(config=config, instruments=[instrument])
+    return configured(config, instrument)
+
+
+def configured(config: dict, instrument=None) -> tvm.transform.PassContext:
+    """The current PassContext's copy (opt_level, required and disabled passes, config and
+    instruments) with ``config`` added, and ``instrument`` after the others when given."""
     current = tvm.transform.PassContext.current()
     return tvm.transform.PassContext(
         opt_level=current.opt_level,
         required_pass=list(current.required_pass),
         disabled_pass=list(current.disabled_pass),
-        instruments=[*current.instruments, instrument],
+        instruments=[*current.instruments, *([instrument] if instrument is not None else [])],
         config={**dict(current.config), **config},
     )
 

@@ -1,6 +1,6 @@
 """``tvm-memplan pack problem.csv``: the offset packer on a CSV of buffers, as the Relax planner
-packs tensors (``tvm_memplan.analysis.pack_offsets``). Registered by ``cli.py``; its flags live
-here only.
+packs tensors (``tvm_memplan.analysis.pack_offsets``). Registered by ``cli.py``; its own flags
+live here, the shared ``--exact-search-ms`` in ``command_line``.
 
 The CSV has a header row naming at least the columns ``id,lower,upper,size`` (MiniMalloc's
 format: a buffer live over ``[lower, upper)``); other columns are ignored. ``--output`` writes
@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from .analysis.packing import DEFAULT_BUDGET_S, DoesNotFitError, Packing, pack_offsets
+from .analysis.packing import DoesNotFitError, Packing, pack_offsets
+from .command_line import PREFIX, UsageError, add_flags, error, parse_exact_search_ms
 
 __all__ = ["PackInputError", "add_parser", "read_problem", "run"]
 
@@ -46,14 +47,7 @@ def add_parser(commands) -> None:
     pack.add_argument(
         "--alignment", type=int, default=1, metavar="A", help="offsets are multiples of A"
     )
-    pack.add_argument(
-        "--budget",
-        type=float,
-        default=DEFAULT_BUDGET_S,
-        metavar="S",
-        help=f"seconds the exact search may take (default {DEFAULT_BUDGET_S:g}; 0: greedy "
-        "orders only)",
-    )
+    add_flags(pack, "--exact-search-ms")
     pack.add_argument(
         "--output", metavar="FILE", help="write the rows with an offset column to this CSV"
     )
@@ -137,22 +131,23 @@ def run(args: argparse.Namespace) -> int:
             raise PackInputError(f"--alignment must be positive, got {args.alignment}")
         if args.capacity is not None and args.capacity < 0:
             raise PackInputError(f"--capacity must be >= 0, got {args.capacity}")
-        if args.budget < 0:
-            raise PackInputError(f"--budget must be >= 0, got {args.budget:g}")
+        exact_search_ms = parse_exact_search_ms(args.exact_search_ms)
         rows, items = read_problem(args.problem)
         start = time.perf_counter()
         try:
             packing = pack_offsets(
-                items, capacity=args.capacity, alignment=args.alignment, budget_s=args.budget
+                items,
+                capacity=args.capacity,
+                alignment=args.alignment,
+                exact_search_ms=exact_search_ms,
             )
         except DoesNotFitError as err:
-            print(f"tvm-memplan: does not fit: {err}", file=sys.stderr)
+            print(f"{PREFIX}: does not fit: {err}", file=sys.stderr)
             return 1
         seconds = time.perf_counter() - start
         if args.output:
             _write(args.output, rows, packing)
-    except PackInputError as err:
-        print(f"tvm-memplan: error: {err}", file=sys.stderr)
-        return 2
+    except (PackInputError, UsageError) as err:
+        return error(err)
     print(_summary(packing, len(items), seconds))
     return 0

@@ -11,7 +11,8 @@ builds; at exit, one line per build, and with ``--report`` the report of those b
   (``pipeline.substituted_everywhere``: every thread, restored when the tool ends).
 - Every ``tvm.compile``, ``tvm.relax.build`` and ``tvm.tirx.build`` call (the outermost of a
   thread: ``tvm.compile`` calling ``relax.build`` is one build) is traced under the tool's own
-  PassContext (``instrument.trace(..., inherit=True)``), recording what our passes receive.
+  PassContext (``recording.recording_builds``), recording what our passes receive;
+  ``--exact-search-ms`` adds the planner's budget to that PassContext.
 - The tool keeps its output and its exit status; a tool that raises keeps its traceback (exit
   1, as Python). What cannot run at all, a module that does not exist or a script that does not
   compile, is a one-line error and exit 2, and so is a tool that succeeds without building.
@@ -21,31 +22,36 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import importlib.util
-import inspect
 import json
 import os
 import runpy
 import sys
-import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import tvm
 
-from . import pipeline
-from .instrument import PassTrace, trace
+from .analysis import search_config
+from .command_line import (
+    PREFIX,
+    UsageError,
+    add_flags,
+    error,
+    parse_budgets,
+    parse_exact_search_ms,
+    parse_shape_vars,
+)
+from .recording import RecordedBuild, recording_builds
 from .report import check_fit, render_html, solvable_budget, solve_budget
-from .report.build import build_report
-from .report.builds import BuildSummary, summarize_build, summary_line
-from .report.compile import RECORDED_PASSES, ToolBuild
+from .report.assemble import build_report
+from .report.build_summary import BuildSummary, summarize_build, summary_line
 from .report.load import LoadedModel, ReportError, one_line
 from .report.text import fit_lines, solve_lines
+from .report.trace_builds import RECORDED_PASSES, ToolBuild
 
-__all__ = ["HELP", "RecordedBuild", "RunError", "main", "recording_builds"]
+__all__ = ["HELP", "RunError", "main", "summary"]
 
 HELP = (
     "run a Python tool (SCRIPT or -m MODULE, with its arguments) with tvm-memplan's passes in "
@@ -53,149 +59,30 @@ HELP = (
 )
 USAGE = (
     "tvm-memplan run [--report FILE.html|FILE.json] [--fit BUDGETS] [--solve VARIABLE] "
-    "[--shape-var NAME=VALUE ...] (-m MODULE | SCRIPT) [ARGS ...]"
+    "[--shape-var NAME=VALUE ...] [--exact-search-ms MS] (-m MODULE | SCRIPT) [ARGS ...]"
 )
-PREFIX = "tvm-memplan"
 
-#: The run's own options, each taking one value; everything from SCRIPT or -m MODULE on is the
+#: The run's own option, each taking one value; everything from SCRIPT or -m MODULE on is the
 #: tool's.
-OPTIONS: dict[str, tuple[str, str]] = {
-    "--report": (
-        "FILE",
-        "write the report of the tool's builds (as `tvm-memplan report` shows a model): "
-        "FILE.json (every build) or FILE.html (one page per build: FILE.html, FILE-2.html, ...)",
-    ),
-    "--fit": (
-        "BUDGETS",
-        "with --report: check each build against budgets, as `tvm-memplan report --fit` does "
-        "(e.g. temp=256MiB); exit 1 when one is exceeded and the tool succeeded",
-    ),
-    "--solve": (
-        "VARIABLE",
-        "with --report and --fit vm=SIZE (or temp=SIZE): the largest bound of this shape "
-        "variable (seq_len: the prefill chunk) that fits, ours and TVM's planner",
-    ),
-    "--shape-var": (
-        "NAME=VALUE",
-        "with --report: a value for a shape variable (repeat for more), as in `tvm-memplan report`",
-    ),
-}
-
-#: The calls that build, as ``(module, attribute)``: each is traced while the tool runs.
-BUILD_ENTRIES = (("tvm", "compile"), ("tvm.relax", "build"), ("tvm.tirx", "build"))
+REPORT = (
+    "FILE",
+    "write the report of the tool's builds (as `tvm-memplan report` shows a model): "
+    "FILE.json (every build) or FILE.html (one page per build: FILE.html, FILE-2.html, ...)",
+)
+#: The shared flags run takes (command_line.FLAGS); all but --exact-search-ms apply to the
+#: report, which sets the budget of the tool's own builds too.
+SHARED = ("--fit", "--solve", "--shape-var", "--exact-search-ms")
+#: Every option of run, each taking one value.
+OPTIONS = ("--report", *SHARED)
 
 
 class RunError(Exception):
     """What stops ``run`` before or after the tool: one line, exit 2."""
 
 
-@dataclass
-class RecordedBuild:
-    """One build the tool made: what it built, how, and the trace of our passes in it."""
-
-    index: int
-    entry: str
-    mod: tvm.IRModule
-    target: tvm.target.Target | None
-    relax_pipeline: Any
-    tir_pipeline: Any
-    #: The tool's PassContext at the build: opt_level, required, disabled passes and config.
-    context: dict = field(default_factory=dict)
-    traced: PassTrace = field(default_factory=PassTrace)
-
-    def summary(self) -> BuildSummary:
-        return summarize_build(self.index, self.entry, self.traced, self.target, self.mod)
-
-
-def _target_of(value) -> tvm.target.Target | None:
-    if value is None:
-        return tvm.target.Target.current(allow_none=True)
-    try:
-        return tvm.target.Target(value)
-    except Exception:  # a per-device dict and the like: the report falls back to llvm
-        return None
-
-
-def _context_settings() -> dict:
-    ctx = tvm.transform.PassContext.current()
-    return {
-        "opt_level": ctx.opt_level,
-        "required_pass": list(ctx.required_pass),
-        "disabled_pass": list(ctx.disabled_pass),
-        "config": dict(ctx.config),
-    }
-
-
-class _Recorder:
-    """While active, every build entry records the outermost build of each thread."""
-
-    def __init__(self):
-        self.builds: list[RecordedBuild] = []
-        self._lock = threading.Lock()
-        self._depth = threading.local()
-        self._originals: list[tuple[Any, str, Any]] = []
-
-    def _wrap(self, entry: str, original):
-        signature = inspect.signature(original)
-
-        @functools.wraps(original)
-        def build(*args, **kwargs):
-            if getattr(self._depth, "inside", False):
-                return original(*args, **kwargs)
-            try:
-                bound = signature.bind(*args, **kwargs)
-                bound.apply_defaults()
-                arguments = bound.arguments
-            except TypeError:  # the call is wrong: let TVM say so
-                return original(*args, **kwargs)
-            mod = arguments.get("mod")
-            if isinstance(mod, tvm.tirx.PrimFunc):
-                mod = tvm.IRModule({"main": mod})
-            record = RecordedBuild(
-                index=0,
-                entry=entry,
-                mod=mod,
-                target=_target_of(arguments.get("target")),
-                relax_pipeline=arguments.get("relax_pipeline"),
-                tir_pipeline=arguments.get("tir_pipeline", arguments.get("pipeline")),
-                context=_context_settings(),
-            )
-            self._depth.inside = True
-            try:
-                record.traced = trace(
-                    lambda: original(*args, **kwargs), RECORDED_PASSES, catch=True, inherit=True
-                )
-            finally:
-                self._depth.inside = False
-            with self._lock:
-                record.index = len(self.builds) + 1
-                self.builds.append(record)
-            if record.traced.error is not None:
-                raise record.traced.error
-            return record.traced.result
-
-        return build
-
-    def __enter__(self) -> _Recorder:
-        for module_name, name in BUILD_ENTRIES:
-            module = importlib.import_module(module_name)
-            original = getattr(module, name)
-            self._originals.append((module, name, original))
-            setattr(module, name, self._wrap(f"{module_name}.{name}", original))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for module, name, original in reversed(self._originals):
-            setattr(module, name, original)
-        self._originals.clear()
-
-
-@contextlib.contextmanager
-def recording_builds():
-    """Within the block, every pipeline built in the process has our passes and every build
-    is recorded; the block receives the list of ``RecordedBuild`` (in the order they ended)."""
-    with pipeline.substituted_everywhere(), _Recorder() as recorder:
-        yield recorder.builds
+def summary(build: RecordedBuild) -> BuildSummary:
+    """What one recorded build did to memory, as its line at exit says it."""
+    return summarize_build(build.index, build.entry, build.traced, build.target, build.mod)
 
 
 # ---- the command line ------------------------------------------------------------------------
@@ -209,11 +96,9 @@ def _parser() -> argparse.ArgumentParser:
         + ". Exit status: the tool's; 2 when the tool cannot be run, when it succeeds without "
         "building, or when the report cannot be written.",
     )
-    for flag, (metavar, text) in OPTIONS.items():
-        repeated = flag == "--shape-var"
-        parser.add_argument(
-            flag, metavar=metavar, help=text, action="append" if repeated else "store"
-        )
+    parser.add_argument("--report", metavar=REPORT[0], help=REPORT[1])
+    add_flags(parser, "--fit", "--solve", "--shape-var", prefix="with --report: ")
+    add_flags(parser, "--exact-search-ms")
     parser.add_argument("-m", metavar="MODULE", help="run a module as `python -m MODULE` does")
     return parser
 
@@ -350,11 +235,6 @@ def _execute(tool: _Tool, code, origin: str) -> int:
             sys.modules["__main__"] = main_module
 
 
-def _error(message: str) -> int:
-    print(f"{PREFIX}: error: {message}", file=sys.stderr)
-    return 2
-
-
 def _report_files(path: Path, count: int) -> list[Path]:
     """FILE.html, FILE-2.html, ... for each build."""
     return [path] + [path.with_name(f"{path.stem}-{i}{path.suffix}") for i in range(2, count + 1)]
@@ -374,6 +254,7 @@ class _Asked:
     budgets: dict[str, int] | None = None
     solve_for: str | None = None
     shape_values: dict[str, int] = field(default_factory=dict)
+    exact_search_ms: int | None = None
 
 
 def _reports(builds: list[RecordedBuild], command: list[str], asked: _Asked) -> list:
@@ -427,8 +308,6 @@ def write_report(reports: list, path: Path, command: list[str]) -> list[Path]:
 
 def main(argv: list[str]) -> int:
     """``tvm-memplan run ...``; the exit status."""
-    from .cli import UsageError, message, parse_budgets, parse_shape_vars  # the flags' parsers
-
     try:
         own, tool = _split(argv)
         options = _parser().parse_args(own)
@@ -439,6 +318,7 @@ def main(argv: list[str]) -> int:
             parse_budgets(options.fit) if options.fit is not None else None,
             options.solve,
             parse_shape_vars(options.shape_var),
+            parse_exact_search_ms(options.exact_search_ms),
         )
         if report is None and (asked.budgets is not None or asked.solve_for or asked.shape_values):
             raise RunError("--fit, --solve and --shape-var apply to the report: give --report")
@@ -446,25 +326,26 @@ def main(argv: list[str]) -> int:
             solvable_budget(asked.solve_for, asked.budgets or {})
         code, origin = _code(tool)
     except (RunError, UsageError, ReportError) as err:
-        return _error(str(err))
+        return error(str(err))
     command = (["-m", tool.name] if tool.kind == "module" else [tool.name]) + tool.args
-    with recording_builds() as builds:
+    config = search_config(asked.exact_search_ms)
+    with recording_builds(RECORDED_PASSES, config) as builds:
         status = _execute(tool, code, origin)
     sys.stdout.flush()
     for b in builds:
-        print(f"{PREFIX}: {summary_line(b.summary())}", file=sys.stderr)
+        print(f"{PREFIX}: {summary_line(summary(b))}", file=sys.stderr)
     if not builds:
-        message = "no TVM build ran: nothing to report"
+        nothing = "no TVM build ran: nothing to report"
         if status == 0:
-            return _error(message)
-        print(f"{PREFIX}: {message}", file=sys.stderr)
+            return error(nothing)
+        print(f"{PREFIX}: {nothing}", file=sys.stderr)
         return status
     if report is not None:
         try:
             reports = _reports(builds, command, asked)
             written = write_report(reports, report, command)
         except (RunError, ReportError) as err:
-            return _error(message(err)) if status == 0 else status
+            return error(err) if status == 0 else status
         for b, r in reports:
             extra = (fit_lines(r.fit) if r.fit is not None else []) + (
                 solve_lines(r.solution) if r.solution is not None else []

@@ -469,9 +469,10 @@ std::optional<int64_t> MemoryPlanModel::MemplanBytes(const std::vector<bool>& in
                                                      int64_t alignment, int64_t search_ms) const {
   if (!valid_) return std::nullopt;
   MemplanItems input = MemplanInput(in_place);
+  SearchBudget budget = SearchBudget::ForMs(search_ms);
   PackOptions options;
   options.alignment = alignment;
-  options.search_ms = search_ms;
+  options.budget = search_ms > 0 ? &budget : nullptr;
   return input.unplanned + PackOffsets(input.items, options).bytes;
 }
 

@@ -41,6 +41,19 @@ const char* AlignmentHelp() {
   return help.c_str();
 }
 
+/*! \brief The help of `exact_search_ms`, naming the PassContext option that takes its place. */
+const char* SearchHelp() {
+  static const std::string help =
+      std::string(
+          "Milliseconds per function that the exact offset search may take when the greedy "
+          "orders leave a storage above its peak-live bound: it looks for a placement at the "
+          "bound or proves the least size (FunctionMemoryPlan.optimality says which). It also "
+          "stops after a fixed number of steps per millisecond, so that plans do not depend on "
+          "the machine's load. 0: greedy orders only. The PassContext option ") +
+      kSearchPassConfig + ", when set, takes its place for a whole build.";
+  return help.c_str();
+}
+
 }  // namespace
 
 void MemoryPlanOptionsObj::RegisterReflection() {
@@ -52,12 +65,7 @@ void MemoryPlanOptionsObj::RegisterReflection() {
               "Place the inputs of a concatenation at their slices of its output, where that is "
               "safe, so that the concatenation copies nothing (also inside fused kernels, which "
               "then write those inputs back where they lie).")
-      .Option("exact_search_ms", &MemoryPlanOptionsObj::exact_search_ms,
-              "Milliseconds per function that the exact offset search may take when the greedy "
-              "orders leave a storage above its peak-live bound: it looks for a placement at the "
-              "bound or proves the least size (FunctionMemoryPlan.optimality says which). It "
-              "also stops after a fixed number of steps per millisecond, so that plans do not "
-              "depend on the machine's load. 0: greedy orders only.")
+      .Option("exact_search_ms", &MemoryPlanOptionsObj::exact_search_ms, SearchHelp())
       .Option("pool_sizes", &MemoryPlanOptionsObj::pool_sizes,
               "Allocate each function's k-th largest constant storage at the module's k-th "
               "largest (per device and scope; storages holding results keep their size), so that "

@@ -22,6 +22,7 @@
 #include "ir/codes.h"
 #include "ir/relax.h"
 #include "relax/planners.h"
+#include "relax/search_budget.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -151,7 +152,7 @@ class MemoryPlanOptionsObj : public ffi::Object {
   int64_t alignment = kPlanAlignment;
   bool fall_back_to_stock = true;
   bool copy_free_concat = true;
-  int64_t exact_search_ms = 1000;
+  int64_t exact_search_ms = kPlannerSearchMs;
   bool pool_sizes = true;
 
   static void RegisterReflection();

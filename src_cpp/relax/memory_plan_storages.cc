@@ -36,8 +36,7 @@ class StoragePacker {
         tensors_(*tensors),
         devices_(devices),
         alignment_(options.alignment),
-        search_budget_(options.exact_search_ms * kSearchStepsPerMs,
-                       std::chrono::milliseconds(options.exact_search_ms)),
+        search_budget_(SearchBudget::ForMs(options.exact_search_ms)),
         search_(options.exact_search_ms > 0),
         storages_(*storages) {}
 

@@ -360,7 +360,7 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
   }
   if (best.bytes <= bound) return finish(best, optimality::kAtBound);
   if (capacity >= 0 && best.bytes <= capacity) return finish(best, optimality::kBestFound);
-  if (options.search_ms <= 0 && options.budget == nullptr) {
+  if (options.budget == nullptr) {
     best.why_not = "no placement within the capacity found by the greedy orders (no exact search)";
     return finish(best, optimality::kBestFound);
   }
@@ -372,9 +372,7 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
     return finish(best, optimality::kBestFound);
   }
   OffsetSearch search(items, alignment);
-  SearchBudget own_budget(options.search_ms * kSearchStepsPerMs,
-                          std::chrono::milliseconds(options.search_ms));
-  SearchBudget& budget = options.budget ? *options.budget : own_budget;
+  SearchBudget& budget = *options.budget;
   int64_t steps_before = budget.steps_taken();
   std::vector<int64_t> offsets;
   auto found = [&](int64_t size) {
@@ -489,10 +487,11 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       .def("tvm_memplan.analysis.pack_offsets",
            [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples, int64_t alignment, int64_t capacity,
               int64_t search_ms) {
+             SearchBudget budget = SearchBudget::ForMs(search_ms);
              PackOptions options;
              options.alignment = alignment;
              options.capacity = capacity;
-             options.search_ms = search_ms;
+             options.budget = search_ms > 0 ? &budget : nullptr;
              std::vector<PackItem> items = ItemsOf(tuples);
              Packing packing = PackOffsets(items, options);
              TVM_FFI_ICHECK(IsValidPacking(items, packing, alignment))

@@ -21,7 +21,7 @@
  * group is placed whole when the first of its items comes up, at the lowest offset where none of
  * its items overlaps an item placed before.
  *
- * When every greedy order stays above the bound and `PackOptions::search_ms` allows it, an exact
+ * When every greedy order stays above the bound and `PackOptions::budget` allows it, an exact
  * search (relax/offset_search.h) looks for a placement at the bound; if there is none, it narrows
  * the size down by bisection between the bound and the best size found, each step a search for
  * a placement within that size given half of the budget left, until it proves the least size or
@@ -40,11 +40,10 @@
 
 #include "ir/codes.h"
 #include "relax/planners.h"
+#include "relax/search_budget.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-class SearchBudget;
 
 /*!
  * \brief One tensor to place: `bytes` live over program points [first, last]. Items of one
@@ -89,24 +88,14 @@ const char* Weakest(const char* a, const char* b);
 struct PackOptions {
   /*! \brief Every offset is a multiple of this (any positive integer). */
   int64_t alignment = kPlanAlignment;
-  /*! \brief Milliseconds the exact search may take when the greedy orders stay above the bound
-   *         (0: greedy orders only). The search also stops after kSearchStepsPerMs steps per
-   *         millisecond, so that its result does not depend on the machine's load. */
-  int64_t search_ms = 0;
   /*! \brief When >= 0, any placement within this many bytes will do: the search stops at the
    *         first (it does not minimize further), and says when none exists. */
   int64_t capacity = -1;
-  /*! \brief When set, the exact search spends this budget (shared with other packings, such as
-   *         the storages of one function) instead of one made from `search_ms`. */
+  /*! \brief The exact search's budget (relax/search_budget.h), when the greedy orders stay above
+   *         the bound; nullptr: greedy orders only. One budget may serve several packings, such
+   *         as the storages of one function. */
   SearchBudget* budget = nullptr;
 };
-
-/*! \brief Search steps (a block or a section visited) per millisecond of
- *         PackOptions::search_ms. A step took 1.2 to 2.9 ns on the 11 published hard instances
- *         on a busy 2-core machine (bench/plan.py); at 150,000 a millisecond the steps, not the
- *         clock, end a search on a machine up to about twice as slow, so the result is
- *         reproducible. */
-inline constexpr int64_t kSearchStepsPerMs = 150000;
 
 /*! \brief Above this many items (of nonzero size) the exact search does not run: it keeps a
  *         list of the pairs live together, which grows with the square of the items. */

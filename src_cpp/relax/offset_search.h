@@ -11,7 +11,7 @@
  *   //   b         64    [1, 2]
  *   //   c        128    [2, 3]
  *   OffsetSearch search({{128, 0, 1}, {64, 1, 2}, {128, 2, 3}}, 64);
- *   SearchBudget budget(1000000, std::chrono::milliseconds(10));
+ *   SearchBudget budget = SearchBudget::ForMs(10);
  *   search.Fit(192, &budget);  // kFound: a at 0, b at 128, c at 0 (or a mirror of it)
  *   search.Fit(128, &budget);  // kInfeasible: a and b are live together at point 1
  * \endcode
@@ -42,68 +42,15 @@
 #ifndef TVM_MEMPLAN_RELAX_OFFSET_SEARCH_H_
 #define TVM_MEMPLAN_RELAX_OFFSET_SEARCH_H_
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "relax/offset_packing.h"
+#include "relax/search_budget.h"
 
 namespace tvm_memplan {
 namespace relax {
-
-/*!
- * \brief What a search may spend: steps of work (a block or a section visited) and wall-clock
- *        time, shared by every search it is passed to. The steps make results reproducible; the
- *        deadline only guards against a machine much slower than the steps were sized for.
- */
-class SearchBudget {
- public:
-  SearchBudget(int64_t steps, std::chrono::steady_clock::duration time)
-      : steps_left_(steps), deadline_(std::chrono::steady_clock::now() + time) {}
-
-  /*! \brief A part of this budget: at most `steps` of what is left, the same deadline. What it
-   *         spends is charged back with Charge. */
-  SearchBudget Part(int64_t steps) const {
-    SearchBudget part(std::min(steps, steps_left_), std::chrono::steady_clock::duration(0));
-    part.deadline_ = deadline_;
-    part.spent_ = spent_;
-    return part;
-  }
-  /*! \brief Charge what `part` spent to this budget. */
-  void Charge(const SearchBudget& part) {
-    taken_ += part.taken_;
-    steps_left_ -= part.taken_;
-    if (part.timed_out_) spent_ = timed_out_ = true;
-    if (steps_left_ <= 0) spent_ = true;
-  }
-  int64_t steps_left() const { return steps_left_; }
-
-  /*! \brief Spend `steps`; false (from then on) once the steps or the time are spent. */
-  bool Spend(int64_t steps) {
-    if (spent_) return false;
-    taken_ += steps;
-    if ((steps_left_ -= steps) < 0) return !(spent_ = true);
-    // The clock is read every few calls only.
-    if ((++calls_ & 63) == 0 && std::chrono::steady_clock::now() > deadline_) {
-      return !(spent_ = timed_out_ = true);
-    }
-    return true;
-  }
-  bool spent() const { return spent_; }
-  /*! \brief Whether the deadline, rather than the steps, ended a search. */
-  bool timed_out() const { return timed_out_; }
-  int64_t steps_taken() const { return taken_; }
-
- private:
-  int64_t steps_left_;
-  std::chrono::steady_clock::time_point deadline_;
-  int64_t taken_ = 0;
-  int64_t calls_ = 0;
-  bool spent_ = false;
-  bool timed_out_ = false;
-};
 
 /*! \brief The outcome of OffsetSearch::Fit. */
 enum class SearchOutcome {

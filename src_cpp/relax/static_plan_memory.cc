@@ -16,6 +16,7 @@
 #include "relax/inplace_guard.h"
 #include "relax/ir_names.h"
 #include "relax/memory_plan_analysis.h"
+#include "relax/search_budget.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -187,6 +188,16 @@ Array<ObjectRef> Records(const std::vector<FunctionMemoryPlanPtr>& plans) {
   return records;
 }
 
+/*! \brief `options` with the exact-search budget the PassContext sets for the build, if any
+ *         (relax/search_budget.h). */
+MemoryPlanOptions WithBuildBudget(const MemoryPlanOptions& options, const ObjectRef& pass_context) {
+  int64_t ms = PlannerSearchMs(pass_context, options->exact_search_ms);
+  if (ms == options->exact_search_ms) return options;
+  auto resolved = ffi::make_object<MemoryPlanOptionsObj>(*options.get());
+  resolved->exact_search_ms = ms;
+  return ffi::Any(ObjectRef(resolved)).cast<MemoryPlanOptions>();
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -195,7 +206,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
            [](MemoryPlanOptions options) {
              CheckMemoryPlanOptions(*options.get());
              return MakeModulePass(
-                 "tvm_memplan.StaticPlanBlockMemory", 0, [options](IRModule mod, ObjectRef) {
+                 "tvm_memplan.StaticPlanBlockMemory", 0,
+                 [given = options](IRModule mod, ObjectRef pass_context) {
+                   MemoryPlanOptions options = WithBuildBudget(given, pass_context);
                    PassDump dump("StaticPlanBlockMemory");
                    dump.Write("input", mod.ref());
                    // 1. Unsafe in-place writes get copies, whichever pass made them.
@@ -221,8 +234,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                  });
            })
       // The same steps, for the records: both planners' figures, and ours as modelled too.
-      .def("tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions options) {
-        CheckMemoryPlanOptions(*options.get());
+      .def("tvm_memplan.analysis.memory_plan", [](ObjectRef mod, MemoryPlanOptions given) {
+        CheckMemoryPlanOptions(*given.get());
+        MemoryPlanOptions options =
+            WithBuildBudget(given, schema::func::GetCurrentPassContext().cast<ObjectRef>());
         GuardedModule guarded = GuardInplaceWrites(IRModule(mod, "memory_plan"));
         std::vector<FunctionMemoryPlanPtr> plans =
             AnalyzeMemoryPlans(guarded, *options.get(), /*model_ours=*/true);

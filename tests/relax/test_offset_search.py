@@ -5,9 +5,11 @@ checked for overlaps independently, its labels, its budget, and the packer on it
 
 from __future__ import annotations
 
+import inspect
 import random
 
 import pytest
+import tvm
 
 from tvm_memplan.analysis import DoesNotFitError, optimality_codes, pack_offsets
 from tvm_memplan.analysis import _ffi_api as analysis_api
@@ -151,7 +153,7 @@ def test_the_search_finds_the_least_size_that_brute_force_finds(seed, count, ali
 def test_perfect_packings_of_40_reach_their_optimum(seed):
     """The optimum of a perfect packing is its bound: the search reaches it."""
     items = perfect_packing(40, seed)
-    packing = pack_offsets(items, alignment=64, budget_s=10)
+    packing = pack_offsets(items, alignment=64, exact_search_ms=10_000)
     assert packing.optimality == "at_bound" and packing.size == 64 * 64 == packing.bound
     plain = [(size, lower, upper - 1) for _, lower, upper, size in items]
     assert _overlaps(plain, [packing.offsets[i[0]] for i in items], 64) == []
@@ -161,7 +163,7 @@ def test_a_tiny_budget_returns_the_best_found_and_says_so():
     """With a budget far too small for a hard instance, the packer still returns a valid
     placement, labelled best_found with its gap (timing itself is bench/plan.py's)."""
     items = perfect_packing(400, 0)
-    packing = pack_offsets(items, alignment=64, budget_s=0.02)
+    packing = pack_offsets(items, alignment=64, exact_search_ms=20)
     assert packing.optimality == "best_found"
     assert packing.gap_bytes == packing.size - packing.bound > 0
     plain = [(size, lower, upper - 1) for _, lower, upper, size in items]
@@ -172,8 +174,8 @@ def test_results_do_not_depend_on_the_run():
     """The search stops after a number of steps, not at a time: the same input gives the same
     placement every time."""
     items = perfect_packing(400, 0)
-    first = pack_offsets(items, alignment=64, budget_s=0.05)
-    second = pack_offsets(items, alignment=64, budget_s=0.05)
+    first = pack_offsets(items, alignment=64, exact_search_ms=50)
+    second = pack_offsets(items, alignment=64, exact_search_ms=50)
     assert not first.timed_out
     assert first.offsets == second.offsets and first.search_steps == second.search_steps
 
@@ -218,3 +220,22 @@ def test_optimality_codes_are_one_table():
     codes = optimality_codes()
     assert list(codes) == ["at_bound", "proven_minimum", "best_found"]
     assert all(sentence.endswith(".") for sentence in codes.values())
+
+
+def test_the_budget_has_one_home():
+    """One unit, two defaults (relax/search_budget.h): the planner's option defaults to the
+    planner's, pack_offsets to the packer's, and the PassContext option is registered."""
+    from tvm_memplan.analysis import search_defaults
+    from tvm_memplan.transform import StaticPlanBlockMemory
+
+    defaults = search_defaults()
+    assert (defaults.planner_ms, defaults.pack_ms) == (1000, 10_000)
+    assert defaults.pass_config == "tvm_memplan.exact_search_ms"
+    assert inspect.signature(StaticPlanBlockMemory).parameters["exact_search_ms"].default == 1000
+    assert "tvm_memplan.exact_search_ms" in tvm.transform.PassContext.list_configs()
+
+
+@pytest.mark.parametrize("value", [-1, True, "10"])
+def test_a_bad_pass_context_budget_is_a_value_error_naming_it(value):
+    with pytest.raises(ValueError, match="tvm_memplan.exact_search_ms must be an integer >= 0"):
+        tvm.transform.PassContext(config={"tvm_memplan.exact_search_ms": value})

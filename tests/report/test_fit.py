@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from tvm_memplan.cli import UsageError, main, parse_budgets, parse_size
+from tvm_memplan.cli import main
+from tvm_memplan.command_line import UsageError, parse_budgets, parse_size
 from tvm_memplan.report import check_fit, run_report
 
 

@@ -15,7 +15,8 @@ import tvm
 from browser import Browser, chromium
 from png import colors
 
-from tvm_memplan.cli import main, parse_budgets
+from tvm_memplan.cli import main
+from tvm_memplan.command_line import parse_budgets
 from tvm_memplan.report import build_report, render_html, run_report
 from zoo import models
 

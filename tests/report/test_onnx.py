@@ -13,7 +13,8 @@ import onnx
 import pytest
 from onnx_models import conv_net, torch_transformer_encoder, transformer_encoder
 
-from tvm_memplan.cli import main, parse_budgets
+from tvm_memplan.cli import main
+from tvm_memplan.command_line import parse_budgets
 from tvm_memplan.report import (
     ReportError,
     UnfixedInputsError,

@@ -33,7 +33,15 @@ from .memory_plan import (
     planner_input,
     unsafe_inplace_writes,
 )
-from .packing import DoesNotFitError, Packing, optimality_codes, pack_offsets
+from .packing import (
+    DoesNotFitError,
+    Packing,
+    SearchDefaults,
+    optimality_codes,
+    pack_offsets,
+    search_config,
+    search_defaults,
+)
 from .planned_storage import PlannedStorage, planned_storage, storage_after_planning
 
 __all__ = [
@@ -52,6 +60,7 @@ __all__ = [
     "PlannedTensor",
     "PoolRecord",
     "RevertedInplaceWrite",
+    "SearchDefaults",
     "StorageAllocation",
     "allocation_plan",
     "allocation_summary",
@@ -73,6 +82,8 @@ __all__ = [
     "pool_size",
     "prim_func_inplace_refusal",
     "recorded_pool",
+    "search_config",
+    "search_defaults",
     "storage_after_planning",
     "total_bytes",
     "unsafe_inplace_writes",

@@ -16,17 +16,59 @@ convention of MiniMalloc's CSV files; the C++ packer takes inclusive ``[first, l
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import tvm_ffi
 
 from . import _ffi_api
 from .codes import codes
 
-__all__ = ["DEFAULT_BUDGET_S", "DoesNotFitError", "Packing", "optimality_codes", "pack_offsets"]
+__all__ = [
+    "DoesNotFitError",
+    "Packing",
+    "SearchDefaults",
+    "optimality_codes",
+    "pack_offsets",
+    "search_config",
+    "search_defaults",
+]
 
-#: Seconds the exact search may take by default when used on its own (the planner's budget per
-#: function is its option ``exact_search_ms``).
-DEFAULT_BUDGET_S = 10.0
+
+@dataclass(frozen=True)
+class SearchDefaults:
+    """The exact search's budget as the C++ core declares it (``relax/search_budget.h``): one
+    unit, milliseconds, and two defaults, each with its reason written there."""
+
+    #: Per function of a build, the planner's option ``exact_search_ms`` when none is given.
+    planner_ms: int
+    #: For one packing problem on its own (``pack_offsets``, ``tvm-memplan pack``).
+    pack_ms: int
+    #: The PassContext option that sets the planner's budget for a whole build.
+    pass_config: str
+    #: Search steps per millisecond: the steps, not the clock, end a search.
+    steps_per_ms: int
+
+
+@functools.cache
+def search_defaults() -> SearchDefaults:
+    """The exact search's defaults, read from the C++ core."""
+    values = tvm_ffi.get_global_func("tvm_memplan.relax.ExactSearchDefaults")()
+    return SearchDefaults(
+        planner_ms=int(values["planner_ms"]),
+        pack_ms=int(values["pack_ms"]),
+        pass_config=str(values["pass_config"]),
+        steps_per_ms=int(values["steps_per_ms"]),
+    )
+
+
+def search_config(exact_search_ms: int | None) -> dict[str, int]:
+    """The PassContext config that gives the planner of every build under it this budget per
+    function (empty for None: the planner's default)."""
+    if exact_search_ms is None:
+        return {}
+    return {search_defaults().pass_config: exact_search_ms}
 
 
 def optimality_codes() -> dict[str, str]:
@@ -103,14 +145,15 @@ def pack_offsets(
     *,
     capacity: int | None = None,
     alignment: int = 1,
-    budget_s: float = DEFAULT_BUDGET_S,
+    exact_search_ms: int | None = None,
 ) -> Packing:
     """Offsets for ``items``, each ``(id, lower, upper, size)`` live over ``[lower, upper)``, so
     that no two items live at the same point share a byte; every offset a multiple of
     ``alignment``.
 
     Without ``capacity``, the smallest arena found: the greedy orders first, then, if they stay
-    above the peak-live bound, an exact search for up to ``budget_s`` seconds (0: none).
+    above the peak-live bound, an exact search for up to ``exact_search_ms`` milliseconds
+    (None: ``search_defaults().pack_ms``; 0: none).
     ``optimality`` says whether the size is at the bound, proven minimal, or the best found.
     With ``capacity``, any placement within it; raises DoesNotFitError, with the best placement
     found and why, when there is none (the bound exceeds it, the search proved it, or the budget ran
@@ -121,11 +164,19 @@ def pack_offsets(
         raise ValueError(f"alignment must be a positive integer, got {alignment!r}")
     if capacity is not None and (not isinstance(capacity, int) or capacity < 0):
         raise ValueError(f"capacity must be a non-negative integer, got {capacity!r}")
-    if budget_s < 0:
-        raise ValueError(f"budget_s must be >= 0, got {budget_s!r}")
+    if exact_search_ms is None:
+        exact_search_ms = search_defaults().pack_ms
+    if (
+        isinstance(exact_search_ms, bool)
+        or not isinstance(exact_search_ms, int)
+        or exact_search_ms < 0
+    ):
+        raise ValueError(
+            f"exact_search_ms must be a whole number of milliseconds >= 0, got {exact_search_ms!r}"
+        )
     tuples = [(size, lower, upper - 1) for _, lower, upper, size in checked]
     result = _ffi_api.pack_offsets(
-        tuples, alignment, -1 if capacity is None else capacity, int(round(budget_s * 1000))
+        tuples, alignment, -1 if capacity is None else capacity, exact_search_ms
     )
     packing = Packing(
         offsets={item[0]: int(o) for item, o in zip(checked, result["offsets"], strict=True)},

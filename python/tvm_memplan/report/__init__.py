@@ -2,12 +2,13 @@
 memplan build, which layer costs it, and what each memory pass does, next to the stock pass on
 the same IR; as text, JSON or a self-contained HTML page, with a fit check for device budgets.
 
-Loading (``load_module``), building the data (``build_report``, into ``model.Report``) and
-rendering (``render_text``, ``render_html``, ``Report.to_json``) are separate steps, so every
-renderer shows the same figures; ``check_fit`` checks budgets on the same data, and ``solve``
-finds the largest bound of a shape variable that fits the VM budget (both planners run again).
-``builds`` says in a line what one build of a tool did (``tvm-memplan run``). Parsing
-command-line text belongs to ``tvm_memplan.cli``: these functions take parsed values.
+Loading (``load_module``), running the builds traced (``trace_builds``), assembling their
+records into ``model.Report`` (``assemble.build_report``) and rendering (``render_text``,
+``render_html``, ``Report.to_json``) are separate steps, so every renderer shows the same
+figures; ``check_fit`` checks budgets on the same data, and ``solve`` finds the largest bound of
+a shape variable that fits the VM budget (both planners run again).
+``build_summary`` says in a line what one build of a tool did (``tvm-memplan run``). Parsing
+command-line text belongs to ``tvm_memplan.command_line``: these functions take parsed values.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ from pathlib import Path
 
 import tvm
 
-from .. import examples
-from .build import build_report
-from .compile import stage
+from .. import analysis, examples
+from ..instrument import configured
+from .assemble import build_report
 from .fit import BUDGET_ALIASES, BUDGETS, UnknownSizesError, check_fit
 from .html import render_html
 from .load import LoadedModel, ReportError, UnfixedInputsError, load_module
 from .model import Report
 from .solve import SOLVABLE, solve
 from .text import render_text
+from .trace_builds import stage
 
 __all__ = [
     "BUDGETS",
@@ -57,28 +59,32 @@ def run_report(
     shape_values: dict[str, int] | None = None,
     budgets: dict[str, int] | None = None,
     solve_for: str | None = None,
+    exact_search_ms: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """The whole ``report`` command but rendering: load ``file`` (default: the bundled
     example), build the report for ``target`` (default: llvm), check ``budgets``, and with
-    ``solve_for`` (a shape variable) find the largest value of it that fits the vm budget."""
+    ``solve_for`` (a shape variable) find the largest value of it that fits the vm budget.
+    ``exact_search_ms``: the planner's exact-search budget per function in every build and
+    analysis of the report (None: the planner's default)."""
     target = target if target is not None else tvm.target.Target(DEFAULT_TARGET)
     path = file or examples.DEFAULT_EXAMPLE
     with stage(f"loading {path}", progress):
         loaded = load_module(path, input_shapes)
-    started = time.perf_counter()
-    report = build_report(
-        loaded,
-        target,
-        source=str(file or "bundled example"),
-        shape_values=shape_values,
-        progress=progress,
-    )
-    report.seconds = round(time.perf_counter() - started, 2)
-    if budgets is not None:
-        report.fit = check_fit(report, budgets)
-    if solve_for is not None:
-        report.solution = solve_budget(report, solve_for, budgets or {}, shape_values or {})
+    with configured(analysis.search_config(exact_search_ms)):
+        started = time.perf_counter()
+        report = build_report(
+            loaded,
+            target,
+            source=str(file or "bundled example"),
+            shape_values=shape_values,
+            progress=progress,
+        )
+        report.seconds = round(time.perf_counter() - started, 2)
+        if budgets is not None:
+            report.fit = check_fit(report, budgets)
+        if solve_for is not None:
+            report.solution = solve_budget(report, solve_for, budgets or {}, shape_values or {})
     return report
 
 

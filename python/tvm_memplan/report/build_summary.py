@@ -20,9 +20,9 @@ import tvm
 from .. import analysis
 from ..instrument import PassTrace
 from . import needs, sizes
-from .compile import INPLACE_RUNS, OUR_PLANNER, RECORDED_PASSES
 from .format import ratio
 from .load import one_line
+from .trace_builds import INPLACE_RUNS, OUR_PLANNER, RECORDED_PASSES
 from .views import optimality_of
 
 __all__ = ["BuildSummary", "summarize_build", "summary_line"]

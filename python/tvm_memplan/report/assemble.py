@@ -1,7 +1,7 @@
 """Building the report: what each memory pass does to a model, next to what the stock TVM pass
 does, and the memory the stock and the memplan builds need to run it.
 
-``compile`` runs the builds and keeps what each memory pass receives there; here the analyses
+``trace_builds`` runs the builds and keeps what each memory pass receives there; here the analyses
 judge those modules (our passes' and TVM's side by side), and their records are assembled into
 a ``model.Report``, which every renderer reads. A step that raises becomes a ``Failure`` for its
 rows, and the report goes on with the rest.
@@ -17,7 +17,18 @@ import tvm_ffi
 from .. import analysis
 from ..instrument import PassTrace
 from . import needs, origins, solve
-from .compile import (
+from .load import LoadedModel, one_line
+from .model import (
+    Buffer,
+    Concats,
+    Inplace,
+    InplaceRun,
+    Kernel,
+    RelaxFunction,
+    Report,
+)
+from .needs import placement_of
+from .trace_builds import (
     INPLACE_RUNS,
     OUR_PLANNER,
     OURS,
@@ -34,17 +45,6 @@ from .compile import (
     tool_planner_input,
     trace_memplan_relax,
 )
-from .load import LoadedModel, one_line
-from .model import (
-    Buffer,
-    Concats,
-    Inplace,
-    InplaceRun,
-    Kernel,
-    RelaxFunction,
-    Report,
-)
-from .needs import placement_of
 
 __all__ = ["build_report"]
 

@@ -1,5 +1,5 @@
 """Running the builds the report reads: each pipeline runs traced, and what a memory pass receives
-there is kept for ``build`` to judge.
+there is kept for ``assemble`` to judge.
 
 The Relax functions are judged where the in-place passes and the planners run: the memplan
 build's Relax pipeline runs up to our planner while an instrument records what each of the two
