@@ -17,7 +17,6 @@ import tvm  # noqa: F401  (first: it registers the TVM types and globals the lib
 import tvm_ffi
 import tvm_ffi.libinfo
 
-SUPPORTED_TVM_VERSION = "0.27.0.post1"
 _DISTRIBUTION = "tvm-memplan"
 _TARGET = "tvm_memplan"
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -39,6 +38,8 @@ def _load_library():
 
 
 LIB = _load_library()
+# pyproject.toml's apache-tvm pin, as the library was compiled with it (CMakeLists.txt).
+SUPPORTED_TVM_VERSION = str(tvm_ffi.get_global_func("tvm_memplan.ir.SupportedTVMVersion")())
 
 
 @dataclass

@@ -49,8 +49,12 @@ using ffi::String;
 
 namespace ir {
 
-/*! \brief The TVM release whose IR schema this layer is written against. */
-inline constexpr const char* kSupportedTVMVersion = "0.27.0.post1";
+#ifndef TVM_MEMPLAN_TVM_VERSION
+#error "TVM_MEMPLAN_TVM_VERSION is defined by CMakeLists.txt from pyproject.toml's apache-tvm pin"
+#endif
+/*! \brief The TVM release whose IR schema this layer is written against: pyproject.toml's pin,
+ *         compiled in by CMakeLists.txt. */
+inline constexpr const char* kSupportedTVMVersion = TVM_MEMPLAN_TVM_VERSION;
 
 /*! \brief A TVM type key, resolved to its runtime type index on first use. */
 class TypeKey {

@@ -190,6 +190,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
            })
       .def("tvm_memplan.ir.GlobalSignature",
            [](String name) { return String(GlobalSignature(name)); })
+      // Read by _lib.py: the version is written once, as pyproject.toml's pin (CMakeLists.txt).
       .def("tvm_memplan.ir.SupportedTVMVersion", []() { return String(kSupportedTVMVersion); });
 }
 

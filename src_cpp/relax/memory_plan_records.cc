@@ -1,6 +1,6 @@
 /*!
  * \file relax/memory_plan_records.cc
- * \brief The planner's records: reflection, the peak-live bound, plans at shape values.
+ * \brief The planner's records: options checked and documented, and each record's reflection.
  */
 #include "relax/memory_plan_records.h"
 

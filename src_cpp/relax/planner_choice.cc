@@ -9,7 +9,6 @@
 #include "ir/analyzer.h"
 #include "relax/ir_names.h"
 #include "relax/planners.h"
-#include "relax/stock_planner.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -54,28 +53,33 @@ void RecordStockPlan(const StockFunctionPlan& stock, FunctionMemoryPlanObj* reco
   }
 }
 
-/*! \brief Which planner plans the function, and why (its record's planner, decision, reason). */
-void Choose(const MemoryPlanOptionsObj& options, bool stock_well_formed,
-            FunctionMemoryPlanObj* record) {
+/*! \brief Which planner plans the function, and why, given TVM's plan where its pass ran. */
+PlannerChoice Choose(const FunctionMemoryPlanObj& record, const MemoryPlanOptionsObj& options,
+                     std::optional<StockFunctionPlan> stock_plan) {
+  PlannerChoice choice;
+  bool ran = stock_plan.has_value();
+  choice.stock_bytes = ran ? stock_plan->bytes : record.stock_bytes;
+  int64_t stock_symbolic = ran ? stock_plan->symbolic : record.stock_symbolic_allocations;
+  bool stock_well_formed = !ran || stock_plan->well_formed;
+  choice.stock_plan = std::move(stock_plan);
   auto decide = [&](const char* planner, const char* decision, std::string reason) {
-    record->planner = planner;
-    record->decision = decision;
-    record->reason = std::move(reason);
+    choice.planner = planner;
+    choice.decision = decision;
+    choice.reason = std::move(reason);
+    return choice;
   };
-  if (!record->device_refusal.empty()) {
-    return decide(kStockPlanner, decision::kNoOffsets, record->device_refusal);
+  if (!record.device_refusal.empty()) {
+    return decide(kStockPlanner, decision::kNoOffsets, record.device_refusal);
   }
-  std::string ours = Bytes(record->planned_bytes);
-  std::string theirs =
-      record->stock_bytes < 0 ? std::string("unknown") : Bytes(record->stock_bytes);
+  std::string ours = Bytes(record.planned_bytes);
+  std::string theirs = choice.stock_bytes < 0 ? std::string("unknown") : Bytes(choice.stock_bytes);
   if (!options.fall_back_to_stock) {
     return decide(kMemplanPlanner, decision::kFallBackOff,
                   "fall_back_to_stock=False: " + ours + ", the stock planner " + theirs);
   }
-  bool ran = record->stock_source == stock_source::kStockPass;
-  bool stock_smaller = ran && (record->stock_bytes < record->planned_bytes ||
-                               (record->stock_bytes == record->planned_bytes &&
-                                record->stock_symbolic_allocations < record->symbolic_allocations));
+  bool stock_smaller = ran && (choice.stock_bytes < record.planned_bytes ||
+                               (choice.stock_bytes == record.planned_bytes &&
+                                stock_symbolic < record.symbolic_allocations));
   if (stock_smaller && stock_well_formed) {
     return decide(kStockPlanner, decision::kStockSmaller,
                   "the stock planner allocates less: " + theirs + " against " + ours);
@@ -86,7 +90,7 @@ void Choose(const MemoryPlanOptionsObj& options, bool stock_well_formed,
     return decide(kMemplanPlanner, decision::kStockIllFormed,
                   reason + "; the stock plan is not well formed (apache/tvm#20191)");
   }
-  decide(kMemplanPlanner, decision::kNoLarger, reason);
+  return decide(kMemplanPlanner, decision::kNoLarger, reason);
 }
 
 /*! \brief TVM's planner plans the function: it copies every concatenation, as new records say,
@@ -117,21 +121,29 @@ std::vector<PlannerChoice> ChoosePlanners(const IRModule& mod,
   StockPlanner stock(mod);  // TVM's pass runs once, on the first function that needs it
   std::vector<PlannerChoice> choices;
   for (const FunctionMemoryPlanPtr& plan : plans) {
-    bool stock_well_formed = true;
-    if (run_stock || NeedsStockPass(*plan, options)) {
-      StockFunctionPlan stock_plan = ReadStockPlan(stock.Planned(plan->global_var));
-      RecordStockPlan(stock_plan, plan.get());
-      stock_well_formed = stock_plan.well_formed;
+    const FunctionMemoryPlanObj& record = *plan;
+    std::optional<StockFunctionPlan> stock_plan;
+    if (run_stock || NeedsStockPass(record, options)) {
+      stock_plan = ReadStockPlan(stock.Planned(record.global_var));
     }
-    Choose(options, stock_well_formed, plan.get());
-    PlannerChoice choice;
-    if (plan->planner == kStockPlanner) {
-      FollowStockPlanner(plan.get());
-      choice.stock_function = stock.Planned(plan->global_var);
-    }
+    PlannerChoice choice = Choose(record, options, std::move(stock_plan));
+    if (choice.planner == kStockPlanner) choice.stock_function = stock.Planned(record.global_var);
     choices.push_back(std::move(choice));
   }
   return choices;
+}
+
+void RecordPlannerChoices(const std::vector<PlannerChoice>& choices,
+                          std::vector<FunctionMemoryPlanPtr>* plans) {
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const PlannerChoice& choice = choices[i];
+    FunctionMemoryPlanObj* record = (*plans)[i].get();
+    if (choice.stock_plan) RecordStockPlan(*choice.stock_plan, record);
+    record->planner = choice.planner;
+    record->decision = choice.decision;
+    record->reason = choice.reason;
+    if (choice.planner == kStockPlanner) FollowStockPlanner(record);
+  }
 }
 
 }  // namespace relax

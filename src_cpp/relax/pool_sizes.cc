@@ -139,7 +139,7 @@ std::vector<std::vector<PooledSize>> PoolSizes(const IRModule& mod,
     largest_total = 0;
     for (size_t p = 0; p < plans.size(); ++p) {
       // A function TVM's planner plans allocates what its plan says.
-      totals[p] = choices[p].stock_function ? std::max<int64_t>(plans[p]->stock_bytes, 0)
+      totals[p] = choices[p].stock_function ? std::max<int64_t>(choices[p].stock_bytes, 0)
                                             : ConstantBytes(*plans[p], sizes[p]);
       largest_total = std::max(largest_total, totals[p]);
     }

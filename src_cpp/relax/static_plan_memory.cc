@@ -219,6 +219,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                    // 3. Ours or TVM's, per function (TVM's pass runs where the choice needs it).
                    std::vector<PlannerChoice> choices =
                        ChoosePlanners(guarded.mod, plans, *options.get(), /*run_stock=*/false);
+                   RecordPlannerChoices(choices, &plans);
                    // 4. The sizes the storages are allocated with, one per rank across the
                    //    module, so that TVM's pooled allocator reuses its blocks.
                    std::vector<std::vector<PooledSize>> sizes =
@@ -243,6 +244,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
             AnalyzeMemoryPlans(guarded, *options.get(), /*model_ours=*/true);
         std::vector<PlannerChoice> choices =
             ChoosePlanners(guarded.mod, plans, *options.get(), /*run_stock=*/true);
+        RecordPlannerChoices(choices, &plans);
         RecordPoolSizes(plans, PoolSizes(guarded.mod, plans, choices, *options.get()));
         return Records(plans);
       });

@@ -25,6 +25,13 @@
 namespace tvm_memplan {
 namespace target {
 
+/*!
+ * \brief TVM's own LowerTVMBuiltin keeps a CPU allocation of scope exactly "global" on the stack
+ *        when its constant size is below this (runtime::kMaxStackAlloca); nothing else. It is
+ *        also `max_stack_alloca`'s default, so a target that sets nothing keeps TVM's bytes.
+ */
+inline constexpr int64_t kStockMaxStackAlloca = 1024;
+
 /*! \brief One stack option: its name at every level, its default and its documentation. */
 struct StackOption {
   /*! \brief Also the target-kind attribute name. */
@@ -40,7 +47,8 @@ struct StackOption {
 };
 
 inline constexpr StackOption kMaxStackAlloca{
-    "max_stack_alloca", "tvm_memplan.max_stack_alloca", "feature.max_stack_alloca", 1024,
+    "max_stack_alloca", "tvm_memplan.max_stack_alloca", "feature.max_stack_alloca",
+    kStockMaxStackAlloca,
     "Largest allocation, in bytes, placed on the stack of CPU code; larger ones use "
     "TVMBackendAllocWorkspace. 0 forbids the stack."};
 inline constexpr StackOption kMaxStackBytes{

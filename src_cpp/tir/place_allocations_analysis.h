@@ -43,17 +43,11 @@
 namespace tvm_memplan {
 namespace tir {
 
-/*!
- * \brief TVM's own LowerTVMBuiltin keeps a CPU allocation of scope exactly "global" on the stack
- *        when its constant size is below this (runtime::kMaxStackAlloca); nothing else.
- */
-inline constexpr int64_t kStockMaxStackAlloca = 1024;
-
 /*! \brief The one model of TVM's rule: whether its LowerTVMBuiltin keeps a host CPU allocation
  *         of `bytes` (None: not a compile-time constant) in `storage_scope` on the stack. */
 inline bool StockKeepsOnStack(ffi::Optional<int64_t> bytes, const std::string& storage_scope) {
   return storage_scope == ir::scope::kGlobal && bytes && *bytes > 0 &&
-         *bytes < kStockMaxStackAlloca;
+         *bytes < target::kStockMaxStackAlloca;
 }
 
 struct PlacementPlan {
