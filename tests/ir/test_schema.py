@@ -100,7 +100,7 @@ def test_supported_version_is_the_pinned_one():
     Python reads it from the library, so no source file spells it out again."""
     root = Path(__file__).resolve().parents[2]
     (pin,) = re.findall(r'"apache-tvm==([^"]+)"', (root / "pyproject.toml").read_text())
-    assert tvm_memplan.SUPPORTED_TVM_VERSION == pin
+    assert pin == tvm_memplan.SUPPORTED_TVM_VERSION
     sources = [*(root / "src_cpp").rglob("*.[ch]*"), *(root / "python").rglob("*.py")]
     spelled = [str(p) for p in sources if tvm_memplan.SUPPORTED_TVM_VERSION in p.read_text()]
     assert spelled == []
