@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 import tvm
+from _table import print_header  # bench/_table.py
 from _zoo import llm, models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
@@ -229,12 +230,10 @@ def main() -> int:
     timed_calls = 5 if args.quick else 20
     graph_modes = (False, True) if target.kind.name == "cuda" else (False,)
     print(f"GPU check on {target.kind.name} ({device}): {CALLS} calls per build with fresh inputs")
-    header = (
+    rule = print_header(
         f"{'model':<19} {'graphs':<6} {'identical':<9} {'max |diff|':>10} {'stock ms':>9} "
         f"{'ms ratio':>8} {'stock held':>12} {'held ratio':>10}"
     )
-    print(header)
-    print("-" * len(header))
     all_same = True
     for name in names:
         for graphs in graph_modes:
@@ -247,7 +246,7 @@ def main() -> int:
         r = measure_llm(target, device, graphs, steps, config)
         all_same = all_same and r["identical"]
         print(_row("llm (decode/s)", graphs, r, r["rate"], "9.1f"))
-    print("-" * len(header))
+    print(rule)
     print(
         "ms ratio: memplan/stock time per call (llm: decode steps per second, memplan/stock); "
         "held: device bytes the process holds after the calls (pool cleared before)"

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import tvm
+from _table import print_header  # bench/_table.py
 from _zoo import packings
 
 from tvm_memplan.analysis import memory_plan, pack_offsets
@@ -94,12 +95,10 @@ def perfect_packings(args) -> dict:
         f"(f) Perfect packings (optimum = bound = {OPTIMUM} bytes): ours, "
         f"and MiniMalloc at {OPTIMUM}"
     )
-    header = (
+    rule = print_header(
         f"{'tensors':>7} {'seed':>4} {'over opt':>8} {'ours s':>8} {'optimality':<14} "
         f"{'algorithm':<40} {'MiniMalloc s':>12} {'ratio':>6}"
     )
-    print(header)
-    print("-" * len(header))
     solved = {}
     for count, (instances, budget) in PERFECT.items():
         if args.quick:
@@ -123,7 +122,7 @@ def perfect_packings(args) -> dict:
                 f"{packing.optimality:<14} {packing.algorithm:<40} {peer_text:>12} {ratio:>6}"
             )
         solved[count] = (ours_ok, peer_ok if args.minimalloc else None, instances)
-    print("-" * len(header))
+    print(rule)
     for count, (ours_ok, peer_ok, instances) in solved.items():
         peer = f", MiniMalloc {peer_ok} of {instances}" if peer_ok is not None else ""
         print(
@@ -137,12 +136,10 @@ def planner_functions(zoo: dict, llm_configs: dict) -> bool:
     """Every function of the zoo and the LLM module at the planner's default budget."""
     print()
     print("(g) The planner, every function: bytes over the corrected bound, and what placed them")
-    header = (
+    rule = print_header(
         f"{'model':<20} {'function':<36} {'bound':>11} {'over':>6} {'optimality':<14} "
         f"{'plan s':>6}  algorithms"
     )
-    print(header)
-    print("-" * len(header))
     all_at_bound = True
 
     def rows(model, plans, seconds):
@@ -169,7 +166,7 @@ def planner_functions(zoo: dict, llm_configs: dict) -> bool:
         with tvm.target.Target("llvm"):
             plans = memory_plan(ours_in, pipeline=None)
         rows(name, plans, time.perf_counter() - start)
-    print("-" * len(header))
+    print(rule)
     print(f"every function at its corrected bound: {'yes' if all_at_bound else 'NO'}")
     return all_at_bound
 
@@ -177,12 +174,10 @@ def planner_functions(zoo: dict, llm_configs: dict) -> bool:
 def csv_problems(args) -> None:
     print()
     print(f"(h) CSV problems in {args.hard_csv}: ours (budget {CSV_BUDGET_S:g} s) and MiniMalloc")
-    header = (
+    rule = print_header(
         f"{'problem':<18} {'buffers':>7} {'capacity':>9} {'bound':>9} {'ours':>9} {'fits':>4} "
         f"{'ours s':>7} {'optimality':<14} {'algorithm':<22} {'MiniMalloc s':>12} {'ratio':>6}"
     )
-    print(header)
-    print("-" * len(header))
     worst = 0.0
     for path in sorted(Path(args.hard_csv).glob("*.csv")):
         with open(path, encoding="utf-8") as f:
@@ -206,7 +201,7 @@ def csv_problems(args) -> None:
             f"{packing.size:>9} {'yes' if packing.fits else 'NO':>4} {seconds:>7.3f} "
             f"{packing.optimality:<14} {packing.algorithm:<22} {peer_text:>12} {ratio:>6}"
         )
-    print("-" * len(header))
+    print(rule)
     if args.minimalloc:
         print(f"slowest ours/MiniMalloc: {worst:.2f}")
 

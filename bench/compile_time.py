@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+from _table import print_header  # bench/_table.py
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
@@ -134,9 +135,7 @@ def build_times(mod: tvm.IRModule, rounds: int) -> tuple[dict[str, float], dict[
 def start_table(title: str, header: str) -> str:
     """Print a table's title, header and rule; returns the rule."""
     print(title)
-    print(header)
-    print("-" * len(header))
-    return "-" * len(header)
+    return print_header(header)
 
 
 def print_inplace_table(zoo: dict, rounds: int) -> tuple[bool, dict]:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+from _table import print_header  # bench/_table.py
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from runtime import timed_rounds, vm_call
 from tvm import relax
@@ -136,22 +137,16 @@ def load(builder, setup: Setup) -> Model:
     return Model(mod, func_name, setup, builds, ours, copies)
 
 
-def print_header(header: str) -> None:
-    print(header)
-    print("-" * len(header))
-
-
 def same_ir(rows: dict[str, Model]) -> tuple[bool, bool]:
     """Table (a); whether copy-free <= with copies <= stock, and ours is at the bound."""
     print(
         "(a) Same IR: what StaticPlanBlockMemory receives in the memplan build, bytes planned "
         "by ours (copy-free), ours with copies (copy_free_concat=False) and TVM's"
     )
-    header = (
+    rule = print_header(
         f"{'model':<19} {'copy-free':>9} {'in kernel':>9} {'bound':>9} {'ours':>9} "
         f"{'copies':>9} {'its bound':>9} {'stock':>9} {'ours/copies':>11} {'ours/stock':>10}"
     )
-    print_header(header)
     never_more = at_bound = True
     totals = {"ours": 0, "copies": 0, "stock": 0}
     for name, m in rows.items():
@@ -169,7 +164,7 @@ def same_ir(rows: dict[str, Model]) -> tuple[bool, bool]:
             f"{planned:>9} {with_copies:>9} {m.copies.peak_live_bytes:>9} {stock:>9} "
             f"{planned / with_copies:>11.3f} {planned / stock:>10.3f}"
         )
-    print("-" * len(header))
+    print(rule)
     print(
         f"{'total':<19} {'':>9} {'':>9} {'':>9} {totals['ours']:>9} {totals['copies']:>9} "
         f"{'':>9} "
@@ -217,8 +212,9 @@ def run_time(rows: dict[str, Model], rounds: int) -> None:
         "(c) Run time on the Relax VM (llvm), memplan build with copy-free concatenation "
         f"over without, {rounds} interleaved rounds"
     )
-    header = f"{'model':<19} {'copies ms':>10} {'copy-free ms':>12} {'copy-free/copies':>16}"
-    print_header(header)
+    rule = print_header(
+        f"{'model':<19} {'copies ms':>10} {'copy-free ms':>12} {'copy-free/copies':>16}"
+    )
     ratios = []
     for name, m in rows.items():
         calls = {}
@@ -232,7 +228,7 @@ def run_time(rows: dict[str, Model], rounds: int) -> None:
             f"{name:<19} {times['copies'] * 1e3:>10.3f} {times['memplan'] * 1e3:>12.3f} "
             f"{ratio:>16.3f}"
         )
-    print("-" * len(header))
+    print(rule)
     print(
         f"copy-free/copies, geometric mean (max): {statistics.geometric_mean(ratios):.3f} "
         f"({max(ratios):.3f})"
@@ -254,11 +250,10 @@ def kernel_share(rows: dict[str, Model], rounds: int) -> None:
         "model call (each compiled alone, timed on random inputs) and its share of the call, "
         f"{rounds} interleaved rounds"
     )
-    header = (
+    print_header(
         f"{'model':<19} {'kernels':>7} {'kernels ms':>10} {'model ms':>9} {'share':>6} "
         f"{'sliced':>6}"
     )
-    print_header(header)
     for name, concats in timed.items():
         m = rows[name]
         received = m.builds["memplan"][1]

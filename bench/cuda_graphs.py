@@ -21,6 +21,7 @@ import dataclasses
 import sys
 
 import tvm
+from _table import print_header  # bench/_table.py
 from _zoo import llm, models  # zoo/ (bench/_zoo.py)
 
 import tvm_memplan
@@ -122,14 +123,12 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="three models and the LLM module")
     args = parser.parse_args()
     names = ["resnet", "transformer_block", "residual_net"] if args.quick else list(models.ZOO)
-    header = (
+    print("cuda builds with relax.backend.use_cuda_graph: stock, then ours")
+    rule = print_header(
         f"{'model':<20} {'kernels':>7} {'graphs':>6} {'ours':>6} {'captured':>8} {'ours':>8} "
         f"{'removed':>7} {'holds':>5} {'stock bytes':>12} {'ours bytes':>12} {'ratio':>7} "
         f"{'on/off':>7}"
     )
-    print("cuda builds with relax.backend.use_cuda_graph: stock, then ours")
-    print(header)
-    print("-" * len(header))
     zoo = Counts()
     for name in names:
         mod, _ = models.ZOO[name]()
@@ -141,7 +140,7 @@ def main() -> int:
     mod, _ = llm.llm_module(config, TARGET)
     counts = measure(mod, lambda: llm.mlc_llm_pipeline(variable_bounds=config.variable_bounds))
     print(row("llm (MLC-LLM order)", counts))
-    print("-" * len(header))
+    print(rule)
     print(
         "kernels: launched per call by stock's build; graphs, captured: CUDA graphs and the "
         "kernels inside them (stock, ours); removed: captured by stock, not launched by ours "

@@ -25,6 +25,7 @@ import sys
 import time
 
 import tvm
+from _table import print_header  # bench/_table.py
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
@@ -56,17 +57,16 @@ def main() -> int:
         "stock": relax.transform.DataflowUseInplaceCalls(),
         "ours": tvm_memplan.transform.DataflowUseInplaceCalls(),
     }
-    header = (
+    rule = print_header(
         f"{'model':<18} {'calls':>5} | {'conversions':^17} | "
         f"{'planned bytes (storage + outputs)':^44} | {'ours/stock':>10} {'ours/none':>9} | "
         "identical"
     )
-    print(header)
     print(
         f"{'':<18} {'':>5} | {'stock':>8} {'ours':>8} | {'none':>14} {'stock':>14} {'ours':>14}"
         f" | {'bytes':>10} {'bytes':>9} |"
     )
-    print("-" * len(header))
+    print(rule)
     total_conversions = {"stock": 0, "ours": 0}
     strictly_less = 0
     all_identical = True
@@ -95,7 +95,7 @@ def main() -> int:
             f"{totals['ours'] / totals['stock']:>10.3f} {totals['ours'] / totals['none']:>9.3f} | "
             f"{'yes' if identical else 'NO'}"
         )
-    print("-" * len(header))
+    print(rule)
     ratio = total_conversions["ours"] / max(total_conversions["stock"], 1)
     print(
         f"conversions over the zoo: stock {total_conversions['stock']}, "

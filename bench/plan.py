@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import _hard_packing as hard  # bench/_hard_packing.py: sections (f)-(h)
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+from _table import print_header  # bench/_table.py
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
@@ -128,11 +129,6 @@ def best_time(pass_, mod, repeat: int) -> float:
     return best
 
 
-def print_header(header: str) -> None:
-    print(header)
-    print("-" * len(header))
-
-
 def print_targets(targets: list[tuple[str, bool]]) -> None:
     print("targets: " + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in targets))
 
@@ -160,11 +156,10 @@ class Builds:
 def same_ir(zoo: dict) -> SameIr:
     """(a): both planners on the IR TVM's pipeline hands its planner, against the bound."""
     print("(a) Same IR: what StaticPlanBlockMemory receives in TVM's pipeline, bytes")
-    header = (
+    rule = print_header(
         f"{'model':<19} {'tensors':>7} {'bound':>9} {'stock':>9} {'ours':>9} "
         f"{'stock/bound':>11} {'ours/bound':>10} {'ours/stock':>10}"
     )
-    print_header(header)
     totals = {"bound": 0, "stock": 0, "ours": 0}
     found = SameIr({}, at_bound=True, ours_le_stock=True, total_ratio=0.0)
     for name, builder in zoo.items():
@@ -180,7 +175,7 @@ def same_ir(zoo: dict) -> SameIr:
             f"{stock / bound:>11.3f} {ours / bound:>10.4f} {ours / stock:>10.3f}"
         )
         found.built[name] = (mod, func_name)
-    print("-" * len(header))
+    print(rule)
     found.total_ratio = totals["ours"] / totals["stock"]
     print(
         f"{'total':<19} {'':>7} {totals['bound']:>9} {totals['stock']:>9} {totals['ours']:>9} "
@@ -195,8 +190,9 @@ def whole_builds(built: dict) -> Builds:
     print(
         "(b) Whole builds (llvm): VM bytes after planning, stock pipelines vs tvm_memplan.compile"
     )
-    header = f"{'model':<19} {'stock':>9} {'memplan':>9} {'memplan/stock':>13}  identical"
-    print_header(header)
+    rule = print_header(
+        f"{'model':<19} {'stock':>9} {'memplan':>9} {'memplan/stock':>13}  identical"
+    )
     totals = {"stock": 0, "memplan": 0}
     found = Builds(identical=True, le_stock=True)
     for name, (mod, func_name) in built.items():
@@ -210,7 +206,7 @@ def whole_builds(built: dict) -> Builds:
         found.identical = found.identical and same
         found.le_stock = found.le_stock and ours <= stock
         print(f"{name:<19} {stock:>9} {ours:>9} {ours / stock:>13.3f}  {'yes' if same else 'NO'}")
-    print("-" * len(header))
+    print(rule)
     ratio = totals["memplan"] / totals["stock"]
     print(f"{'total':<19} {totals['stock']:>9} {totals['memplan']:>9} {ratio:>13.3f}")
     return found
@@ -243,11 +239,10 @@ def fused_builds(built: dict) -> Builds:
         '(d) Fused CPU builds (llvm): relax.get_pipeline("zero"), then compile; VM bytes after '
         "planning"
     )
-    header = (
+    rule = print_header(
         f"{'model':<19} {'stock':>9} {'memplan':>9} {'bound':>9} {'memplan/stock':>13} "
         f"{'memplan/bound':>13}  identical"
     )
-    print_header(header)
     totals = {"stock": 0, "memplan": 0, "bound": 0}
     found = Builds(identical=True, le_stock=True)
     every_model_085 = True
@@ -267,7 +262,7 @@ def fused_builds(built: dict) -> Builds:
             f"{name:<19} {stock:>9} {ours:>9} {bound:>9} {ours / stock:>13.3f} "
             f"{ours / bound:>13.3f}  {'yes' if same else 'NO'}"
         )
-    print("-" * len(header))
+    print(rule)
     ratio = totals["memplan"] / totals["stock"]
     print(
         f"{'total':<19} {totals['stock']:>9} {totals['memplan']:>9} {totals['bound']:>9} "
@@ -286,11 +281,10 @@ def fused_builds(built: dict) -> Builds:
 def cuda_builds(built: dict, quick: bool) -> bool:
     """(e): cuda builds (build only); whether memplan's VM bytes are at most stock's on each."""
     print("(e) cuda builds (build only): VM bytes after planning, kernels, calls made in place")
-    header = (
+    rule = print_header(
         f"{'model':<19} {'stock':>9} {'memplan':>9} {'memplan/stock':>13} "
         f"{'kernels':>7} {'memplan':>7} {'in place':>8}"
     )
-    print_header(header)
     totals = {"stock": 0, "memplan": 0}
     le_stock = True
     for name in list(built)[: 4 if quick else None]:
@@ -304,7 +298,7 @@ def cuda_builds(built: dict, quick: bool) -> bool:
             f"{name:<19} {stock:>9} {ours:>9} {ours / stock:>13.3f} "
             f"{len(stock_kernels):>7} {len(kernels):>7} {inplace:>8}"
         )
-    print("-" * len(header))
+    print(rule)
     print(
         f"{'total':<19} {totals['stock']:>9} {totals['memplan']:>9} "
         f"{totals['memplan'] / totals['stock']:>13.3f}"

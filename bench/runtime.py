@@ -22,6 +22,7 @@ from collections.abc import Callable
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import numpy as np
 import tvm
+from _table import print_header  # bench/_table.py
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
@@ -63,29 +64,37 @@ def timed_rounds(calls: dict, rounds: int, repeat: int) -> dict:
     return {key: statistics.median(values) for key, values in samples.items()}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 15)")
-    parser.add_argument("--calls", type=int, help="calls per build per round (default 20)")
-    parser.add_argument("--quick", action="store_true", help="5 rounds of 5 calls if unset")
-    torchvision.add_option(parser)
+def parse_timing_args(
+    parser: argparse.ArgumentParser, rounds: int, calls: int, quick: int
+) -> argparse.Namespace:
+    """Parse the command line of a script timed by `timed_rounds`, which declares --quick: with
+    --rounds (default `rounds`) and --calls per build per round (default `calls`), each `quick`
+    under --quick where unset."""
+    parser.add_argument("--rounds", type=int, help=f"interleaved rounds (default {rounds})")
+    parser.add_argument("--calls", type=int, help=f"calls per build per round (default {calls})")
     args = parser.parse_args()
     if args.rounds is None:
-        args.rounds = 5 if args.quick else 15
+        args.rounds = quick if args.quick else rounds
     if args.calls is None:
-        args.calls = 5 if args.quick else 20
+        args.calls = quick if args.quick else calls
+    return args
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5 rounds of 5 calls if unset")
+    torchvision.add_option(parser)
+    args = parse_timing_args(parser, rounds=15, calls=20, quick=5)
 
     zoo = torchvision.zoo(args, models.ZOO)
     if zoo is None:
         return 2
 
     print(f"Run time on the Relax VM ({TARGET}, 1 thread per call as TVM's runtime chooses)")
-    header = (
+    rule = print_header(
         f"{'model':<19} {'unfused stock ms':>16} {'memplan/stock':>13} "
         f"{'fused stock ms':>14} {'memplan/stock':>13}  identical"
     )
-    print(header)
-    print("-" * len(header))
     ratios = {"unfused": [], "fused": []}
     all_identical = True
     for name, builder in zoo.items():
@@ -115,7 +124,7 @@ def main() -> int:
             f"{name:<19} {row[0][0]:>16.3f} {row[0][1]:>13.3f} {row[1][0]:>14.3f} "
             f"{row[1][1]:>13.3f}  {'yes' if same else 'NO'}"
         )
-    print("-" * len(header))
+    print(rule)
     summary = {mode: (statistics.geometric_mean(r), max(r)) for mode, r in ratios.items()}
     print(
         "memplan/stock, geometric mean (max): "

@@ -26,9 +26,10 @@ import sys
 
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+from _table import print_header  # bench/_table.py
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from plan import compile_capturing, identical, planner_of
-from runtime import timed_rounds, vm_call
+from runtime import parse_timing_args, timed_rounds, vm_call
 from tvm import relax
 
 from tvm_memplan.analysis import storage_after_planning
@@ -83,32 +84,24 @@ def torch_encoder() -> tuple[tvm.IRModule, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 11)")
-    parser.add_argument("--calls", type=int, help="calls per build per round (default 10)")
     parser.add_argument("--quick", action="store_true", help="3 rounds of 3 calls if unset")
     torchvision.add_option(parser)
-    args = parser.parse_args()
+    args = parse_timing_args(parser, rounds=11, calls=10, quick=3)
     zoo = torchvision.zoo(args, models.ZOO, {})  # no torchvision network; torch checked
     if zoo is None:
         return 2
     if args.torchvision:
         zoo["torch_encoder"] = torch_encoder
-    if args.rounds is None:
-        args.rounds = 3 if args.quick else 11
-    if args.calls is None:
-        args.calls = 3 if args.quick else 10
 
     print(
         'Fused CPU builds (llvm, relax.get_pipeline("zero") first), VM bytes after planning, '
         "without and with FuseTransposeMatmul (+FTM)"
     )
-    header = (
+    rule = print_header(
         f"{'model':<19} {'transposes':>10} {'stock':>9} {'stock+FTM':>9} {'memplan':>9} "
         f"{'memplan+FTM':>11} {'+FTM/memplan':>12} {'vs stock':>8} {'time +FTM/memplan':>17}"
         "  identical"
     )
-    print(header)
-    print("-" * len(header))
     totals = {"stock": 0, "stock_ftm": 0, "memplan": 0, "memplan_ftm": 0}
     all_identical = True
     slowest = 0.0
@@ -143,7 +136,7 @@ def main() -> int:
             f"{memplan_ftm / memplan:>12.3f} {memplan_ftm / stock:>8.3f} {ratio:>17.3f}"
             f"  {'yes' if same else 'NO'}"
         )
-    print("-" * len(header))
+    print(rule)
     print(
         f"{'total':<19} {'':>10} {totals['stock']:>9} {totals['stock_ftm']:>9} "
         f"{totals['memplan']:>9} {totals['memplan_ftm']:>11} "
