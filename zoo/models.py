@@ -155,27 +155,45 @@ class BasicBlock(nn.Module):
         return nn.relu(self.conv2(nn.relu(self.conv1(x))) + skip)
 
 
-class ResNet(nn.Module):
+class _Classifier(nn.Module):
+    """The CNN classifiers' skeleton: a stem and its activation, a chain of blocks, global
+    average pooling and a linear head. A subclass builds its blocks and calls `_assemble`."""
+
+    stem_activation = staticmethod(nn.relu)
+
+    def _assemble(self, stem: nn.Module, blocks: list[nn.Module], width: int, classes: int):
+        """`width`: the channels the last block gives."""
+        self.stem = stem
+        self.blocks = nn.ModuleList(blocks)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x: nn.Tensor):
+        h = self.stem_activation(self.stem(x))
+        for block in self.blocks:
+            h = block(h)
+        return self.head(_global_average_pool(h))
+
+
+def _chain(block: type, inputs: int, specs) -> tuple[list[nn.Module], int]:
+    """``block(inputs, outputs, *rest)`` for each ``(outputs, *rest)`` of `specs`, each block
+    taking the previous one's outputs; and the last block's outputs."""
+    blocks = []
+    for outputs, *rest in specs:
+        blocks.append(block(inputs, outputs, *rest))
+        inputs = outputs
+    return blocks, inputs
+
+
+class ResNet(_Classifier):
     """ResNet-18-like: a stem, three stages of two basic blocks (stride 2 between stages),
     global average pooling and a classifier."""
 
     def __init__(self, widths=(16, 32, 64), classes: int = 10):
-        self.stem = nn.Conv2D(3, widths[0], 3, padding=1)
-        blocks = []
-        inputs = widths[0]
-        for stage, width in enumerate(widths):
-            for index in range(2):
-                stride = 2 if stage > 0 and index == 0 else 1
-                blocks.append(BasicBlock(inputs, width, stride))
-                inputs = width
-        self.blocks = nn.ModuleList(blocks)
-        self.head = nn.Linear(inputs, classes)
-
-    def forward(self, x: nn.Tensor):
-        h = nn.relu(self.stem(x))
-        for block in self.blocks:
-            h = block(h)
-        return self.head(_global_average_pool(h))
+        strides = [
+            (w, 2 if stage > 0 and i == 0 else 1) for stage, w in enumerate(widths) for i in (0, 1)
+        ]
+        blocks, width = _chain(BasicBlock, widths[0], strides)
+        self._assemble(nn.Conv2D(3, widths[0], 3, padding=1), blocks, width, classes)
 
 
 def _global_average_pool(x: nn.Tensor) -> nn.Tensor:
@@ -200,27 +218,17 @@ class InvertedResidual(nn.Module):
         return h + x if self.residual else h
 
 
-class MobileNetV2(nn.Module):
+class MobileNetV2(_Classifier):
     """MobileNetV2-like at low resolution: a strided stem and seven inverted residuals."""
 
     # (output channels, stride) per block
     BLOCKS = ((8, 1), (12, 2), (12, 1), (16, 2), (16, 1), (24, 2), (24, 1))
 
-    def __init__(self, classes: int = 10):
-        self.stem = nn.Conv2D(3, 8, 3, stride=2, padding=1)
-        blocks = []
-        inputs = 8
-        for outputs, stride in self.BLOCKS:
-            blocks.append(InvertedResidual(inputs, outputs, stride))
-            inputs = outputs
-        self.blocks = nn.ModuleList(blocks)
-        self.head = nn.Linear(inputs, classes)
+    stem_activation = staticmethod(op.relu6)
 
-    def forward(self, x: nn.Tensor):
-        h = op.relu6(self.stem(x))
-        for block in self.blocks:
-            h = block(h)
-        return self.head(_global_average_pool(h))
+    def __init__(self, classes: int = 10):
+        blocks, width = _chain(InvertedResidual, 8, self.BLOCKS)
+        self._assemble(nn.Conv2D(3, 8, 3, stride=2, padding=1), blocks, width, classes)
 
 
 class MBConv(nn.Module):
@@ -249,7 +257,7 @@ class MBConv(nn.Module):
         return h + x if self.residual else h
 
 
-class MnasNet(nn.Module):
+class MnasNet(_Classifier):
     """MnasNet-A1-like at 64x64: a strided stem, a separable block, then MBConv stages with
     3x3 and 5x5 kernels, some with squeeze-and-excitation."""
 
@@ -265,20 +273,8 @@ class MnasNet(nn.Module):
     )
 
     def __init__(self, classes: int = 10):
-        self.stem = nn.Conv2D(3, 16, 3, stride=2, padding=1)
-        blocks = []
-        inputs = 16
-        for outputs, kernel, stride, expand, se in self.BLOCKS:
-            blocks.append(MBConv(inputs, outputs, kernel, stride, expand, se))
-            inputs = outputs
-        self.blocks = nn.ModuleList(blocks)
-        self.head = nn.Linear(inputs, classes)
-
-    def forward(self, x: nn.Tensor):
-        h = nn.relu(self.stem(x))
-        for block in self.blocks:
-            h = block(h)
-        return self.head(_global_average_pool(h))
+        blocks, width = _chain(MBConv, 16, self.BLOCKS)
+        self._assemble(nn.Conv2D(3, 16, 3, stride=2, padding=1), blocks, width, classes)
 
 
 class RegNetYBlock(nn.Module):
@@ -310,25 +306,20 @@ class RegNetYBlock(nn.Module):
         return nn.relu(h + skip)
 
 
-class RegNetY(ResNet):
+class RegNetY(_Classifier):
     """RegNet-Y-like (RegNetY-400MF's stages, narrower) at 64x64: a strided stem, four stages of
-    Y blocks, the first of each strided, global average pooling and a classifier (ResNet's
-    skeleton). `repeat` multiplies the blocks per stage (the benchmarks grow the model with
-    it)."""
+    Y blocks, the first of each strided, global average pooling and a classifier. `repeat`
+    multiplies the blocks per stage (the benchmarks grow the model with it)."""
 
     # (width, blocks) per stage
     STAGES = ((16, 1), (32, 2), (64, 4), (128, 1))
 
     def __init__(self, repeat: int = 1, classes: int = 10):
-        self.stem = nn.Conv2D(3, 16, 3, stride=2, padding=1)
-        blocks = []
-        inputs = 16
-        for width, count in self.STAGES:
-            for index in range(count * repeat):
-                blocks.append(RegNetYBlock(inputs, width, 2 if index == 0 else 1))
-                inputs = width
-        self.blocks = nn.ModuleList(blocks)
-        self.head = nn.Linear(inputs, classes)
+        strides = [
+            (w, 2 if i == 0 else 1) for w, count in self.STAGES for i in range(count * repeat)
+        ]
+        blocks, width = _chain(RegNetYBlock, 16, strides)
+        self._assemble(nn.Conv2D(3, 16, 3, stride=2, padding=1), blocks, width, classes)
 
 
 class DenseBlock(nn.Module):
