@@ -13,6 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 import tvm
+from models.stock_bugs import ConstantThroughAView
 from tvm import relax
 from tvm.script import ir as I
 from tvm.script import relax as R
@@ -1147,18 +1148,6 @@ def test_stock_bug_copies_that_become_views_overwrite_the_caller_input(op):
     assert not np.array_equal(inputs_after[0], inputs[0])
     _, inputs_after = run_relax(relax_vm(DataflowUseInplaceCalls()(mod)), "main", inputs)
     np.testing.assert_array_equal(inputs_after[0], inputs[0])
-
-
-@I.ir_module
-class ConstantThroughAView:
-    @R.function
-    def main(x: R.Tensor((4,), "float32")):
-        with R.dataflow():
-            k = R.const(np.arange(4, dtype="float32"))
-            a = R.astype(k, "float32")
-            b = R.add(a, x)
-            R.output(b)
-        return b
 
 
 def test_stock_bug_constant_overwritten_through_a_view():

@@ -9,6 +9,7 @@ import json
 
 import pytest
 import tvm
+from models.stock_bugs import ConstantThroughAView
 from test_html import Page, _resolve
 
 import tvm_memplan
@@ -178,21 +179,6 @@ def test_the_fit_names_each_runs_refusal(tmp_path):
 def test_tvms_writes_into_a_constant_are_shown_not_counted_as_a_saving():
     """TVM's pass makes `b` write into a view of the constant `k`: the report names that call
     in its rows and JSON, and the stock figures are those of the call given a copy."""
-    import numpy as np
-    from tvm.script import ir as I
-    from tvm.script import relax as R
-
-    @I.ir_module
-    class ConstantThroughAView:
-        @R.function
-        def main(x: R.Tensor((4,), "float32")):
-            with R.dataflow():
-                k = R.const(np.arange(4, dtype="float32"))
-                a = R.astype(k, "float32")
-                b = R.add(a, x)
-                R.output(b)
-            return b
-
     report = build_report(ConstantThroughAView, LLVM)
     (write,) = report.inplace.stock_unsafe_writes["main"]
     assert write.code == "constant"
