@@ -145,14 +145,45 @@ std::optional<std::pair<int64_t, int64_t>> IntervalUnder(const ObjectRef& var, i
   return std::make_pair(lo, hi);
 }
 
-/*! \brief What both proofs share: the inputs, the output, the first failure. */
+/*! \brief What both proofs share: the inputs, the output, the first failure, and the one store
+ *         that writes the output with the block it is the body of. */
 class OutputCheck : public ScopedVisitor {
- protected:
+ public:
   OutputCheck(Analyzer* analyzer, std::vector<Buffer> inputs, Buffer output)
       : ScopedVisitor(analyzer), inputs_(std::move(inputs)), output_(std::move(output)) {}
 
+ protected:
   void Fail(const std::string& why) {
     if (!failure_) failure_ = why;
+  }
+
+  /*! \brief Visits `func`: the first failure, or that nothing writes the output. */
+  std::optional<std::string> Visit(const PrimFunc& func) {
+    Run(func);
+    if (failure_) return failure_;
+    if (!store_) return std::string("the PrimFunc does not write its output");
+    return std::nullopt;
+  }
+
+  /*! \brief Takes `store` as the output's one store, the whole body of the block entered last;
+   *         false, with the failure, when another store wrote the output or the block does more. */
+  bool TakeOutputStore(const BufferStore& store) {
+    if (store_) {
+      Fail("the output is written by more than one statement");
+      return false;
+    }
+    store_ = store;
+    if (!block_ || !block_->block().body().same_as(store.ref())) {
+      Fail("the output is not written by a single-store block");
+      return false;
+    }
+    return true;
+  }
+
+  void OnBlockEnter(const SBlockRealize& realize) override { block_ = realize; }
+
+  void OnMatchBuffer(const MatchBufferRegion& /*match*/, const SBlock& /*block*/) override {
+    Fail("a block matches a sub-buffer");
   }
 
   int InputIndex(const Buffer& buffer) const {
@@ -190,18 +221,17 @@ class OutputCheck : public ScopedVisitor {
   std::vector<Buffer> inputs_;
   Buffer output_;
   std::optional<std::string> failure_;
+  std::optional<SBlockRealize> block_;
+  std::optional<BufferStore> store_;
 };
 
 /*! \brief Reads the slices off the single block writing the output. */
 class ConcatCheck : public OutputCheck {
  public:
-  ConcatCheck(Analyzer* analyzer, std::vector<Buffer> inputs, Buffer output)
-      : OutputCheck(analyzer, std::move(inputs), std::move(output)) {}
+  using OutputCheck::OutputCheck;
 
   std::variant<ConcatLayout, std::string> Check(const PrimFunc& func) {
-    Run(func);
-    if (failure_) return *failure_;
-    if (!store_indices_) return std::string("the PrimFunc does not write its output");
+    if (std::optional<std::string> failure = Visit(func)) return *failure;
     shifts_.resize(inputs_.size());
     std::optional<int64_t> axis;
     for (size_t j = 0; j < inputs_.size(); ++j) {
@@ -250,13 +280,9 @@ class ConcatCheck : public OutputCheck {
   void OnStore(const BufferStore& store) override {
     if (failure_) return;
     if (!store.buffer().same_as(output_)) return Fail("the PrimFunc writes a buffer of its own");
-    if (store_indices_) return Fail("the output is written by more than one statement");
-    store_indices_ = store.indices();
-    if (!realize_ || !realize_->block().body().same_as(store.ref())) {
-      return Fail("the output is not written by a single-store block");
-    }
+    if (!TakeOutputStore(store)) return;
     if (std::optional<std::string> why = CheckSelection(store.value())) return Fail(*why);
-    CheckOneWritePerElement(*realize_, store);
+    CheckOneWritePerElement(*block_, store);
   }
 
   /*! \brief Indices = the block's iteration variables, bound one to one to loops over the whole
@@ -286,10 +312,10 @@ class ConcatCheck : public OutputCheck {
 
   void OnBlockEnter(const SBlockRealize& realize) override {
     // Only the root block (no iteration variables) may enclose the writing block.
-    if (realize_ && !realize_->block().iter_vars().empty()) {
+    if (block_ && !block_->block().iter_vars().empty()) {
       return Fail("the PrimFunc has nested blocks");
     }
-    realize_ = realize;
+    block_ = realize;
   }
 
   /*! \brief A leaf load of input j: the output's indices, each shifted by a constant, and
@@ -302,7 +328,7 @@ class ConcatCheck : public OutputCheck {
     const Buffer& input = inputs_[j];
     if (!shifts_[j].empty()) return Fail("input " + Quoted(input.name()) + " is read twice");
     Array<ObjectRef> indices = load.indices();
-    Array<ObjectRef> out = realize_ ? StoreIndicesOf(*realize_) : Array<ObjectRef>();
+    Array<ObjectRef> out = block_ ? StoreIndicesOf(*block_) : Array<ObjectRef>();
     // The rank is checked against the output's too: an in-place PrimFunc's last parameter is
     // an input, possibly of another rank, and the loop below indexes the output's shape.
     if (!input.strides().empty() || input.dtype() != output_.dtype() ||
@@ -311,7 +337,7 @@ class ConcatCheck : public OutputCheck {
       return Fail("input " + Quoted(input.name()) + " is not a row-major slice of the output");
     }
     Analyzer* ana = analyzer();
-    Array<ObjectRef> iter_vars = realize_->block().iter_vars();
+    Array<ObjectRef> iter_vars = block_->block().iter_vars();
     std::vector<int64_t> shifts;
     for (size_t d = 0; d < indices.size(); ++d) {
       std::optional<int64_t> shift = AsConstInt(ana->Simplify(Sub(out[d], indices[d])));
@@ -350,12 +376,6 @@ class ConcatCheck : public OutputCheck {
     Fail("the PrimFunc allocates or declares buffer " + Quoted(site.buffer.name()));
   }
 
-  void OnMatchBuffer(const MatchBufferRegion& /*match*/, const SBlock& /*block*/) override {
-    Fail("a block matches a sub-buffer");
-  }
-
-  std::optional<SBlockRealize> realize_;
-  std::optional<Array<ObjectRef>> store_indices_;
   /*! \brief Per input, the output index minus the input index along each dimension. */
   std::vector<std::vector<int64_t>> shifts_;
 };
@@ -364,13 +384,10 @@ class ConcatCheck : public OutputCheck {
  *         into slices of its output. */
 class SlicedWriteCheck : public OutputCheck {
  public:
-  SlicedWriteCheck(Analyzer* analyzer, std::vector<Buffer> inputs, Buffer output)
-      : OutputCheck(analyzer, std::move(inputs), std::move(output)) {}
+  using OutputCheck::OutputCheck;
 
   std::variant<ConcatLayout, std::string> Check(const PrimFunc& func) {
-    Run(func);
-    if (failure_) return *failure_;
-    if (!store_) return std::string("the PrimFunc does not write its output");
+    if (std::optional<std::string> failure = Visit(func)) return *failure;
     std::vector<Leaf> leaves;
     CollectLeaves(store_->value(), {}, &leaves);
     Array<ObjectRef> shape = output_.shape();
@@ -512,11 +529,7 @@ class SlicedWriteCheck : public OutputCheck {
       }
       return;  // a buffer of its own
     }
-    if (store_) return Fail("the output is written by more than one statement");
-    store_ = store;
-    if (!block_ || !block_->block().body().same_as(store.ref())) {
-      return Fail("the output is not written by a single-store block");
-    }
+    if (!TakeOutputStore(store)) return;
     if (block_->block().init().defined()) return Fail("the writing block is a reduction");
     // Each index an iteration variable over the output's extent, or a constant within it: the
     // ranges the leaves are judged on.
@@ -543,8 +556,6 @@ class SlicedWriteCheck : public OutputCheck {
     }
   }
 
-  void OnBlockEnter(const SBlockRealize& realize) override { block_ = realize; }
-
   void OnCall(const Call& call) override {
     if (TakesBufferAddress(call)) {
       Fail("the PrimFunc takes a buffer's address (" + call.op_name() + ")");
@@ -558,12 +569,6 @@ class SlicedWriteCheck : public OutputCheck {
     }
   }
 
-  void OnMatchBuffer(const MatchBufferRegion& /*match*/, const SBlock& /*block*/) override {
-    Fail("a block matches a sub-buffer");
-  }
-
-  std::optional<SBlockRealize> block_;
-  std::optional<BufferStore> store_;
   /*! \brief Per dimension of the output, the range its store index takes. */
   std::vector<std::pair<int64_t, int64_t>> domains_;
 };
