@@ -61,6 +61,8 @@ if __name__ == "__main__":
     print("result", round(float(out.numpy()[0]), 3))
     sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 """
+#: TINY with its main block off: the module and build(), for a script that goes its own way.
+TINY_BUILD = TINY.replace('if __name__ == "__main__":', "if False:")
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:
@@ -238,7 +240,7 @@ def test_a_build_in_another_thread_gets_our_passes(tmp_path):
     """The substitution is process-wide: a thread the tool starts builds with our planner."""
     script = _script(
         tmp_path,
-        TINY.replace('if __name__ == "__main__":', "if False:")
+        TINY_BUILD
         + "\nimport threading\nt = threading.Thread(target=build)\nt.start()\nt.join()\n",
     )
     status, _, err = _run(["run", str(script)])
@@ -248,9 +250,7 @@ def test_a_build_in_another_thread_gets_our_passes(tmp_path):
 
 
 def test_each_build_gets_its_line_and_its_page(tmp_path):
-    script = _script(
-        tmp_path, TINY.replace('if __name__ == "__main__":', "if False:") + "\nbuild()\nbuild()\n"
-    )
+    script = _script(tmp_path, TINY_BUILD + "\nbuild()\nbuild()\n")
     page = tmp_path / "report.html"
     status, _, err = _run(["run", "--report", str(page), str(script)])
     assert status == 0
@@ -264,11 +264,7 @@ def test_each_build_gets_its_line_and_its_page(tmp_path):
 
 def test_the_exit_status_of_sys_exit_with_a_message(tmp_path):
     """As Python: a message given to sys.exit is printed and the status is 1."""
-    script = _script(
-        tmp_path,
-        TINY.replace('if __name__ == "__main__":', "if False:")
-        + "\nbuild()\nsys.exit('stopped here')\n",
-    )
+    script = _script(tmp_path, TINY_BUILD + "\nbuild()\nsys.exit('stopped here')\n")
     status, _, err = _run(["run", str(script)])
     assert status == 1 and "stopped here" in err.splitlines()
 
@@ -321,8 +317,7 @@ def test_a_crashing_tool_keeps_its_traceback_and_status(tmp_path):
     its own frames, exits 1 as Python would, and its build still gets its line."""
     script = _script(
         tmp_path,
-        TINY.replace('if __name__ == "__main__":', "if False:")
-        + "\nbuild()\nraise ValueError('boom')\n",
+        TINY_BUILD + "\nbuild()\nraise ValueError('boom')\n",
     )
     code, _, err = _run(["run", str(script)])
     assert code == 1
