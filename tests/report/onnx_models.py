@@ -132,6 +132,14 @@ def torch_transformer_encoder(layers: int = 2, seq: int = 16, dim: int = 64, hea
             random_initializer(rng, f"layers.{i}.norm2.weight", (dim,)),
             random_initializer(rng, f"layers.{i}.norm2.bias", (dim,)),
         ]
+
+        def layer_norm(t, norm, i=i, p=p):
+            """PyTorch's export of `layers.i.<norm>`, over the last axis."""
+            weights = [f"layers.{i}.{norm}.weight", f"layers.{i}.{norm}.bias"]
+            return node(
+                "LayerNormalization", f"{p}/{norm}/LayerNormalization", [t, *weights], axis=-1
+            )
+
         a = f"{p}/self_attn"
         qkv = node("MatMul", f"{a}/MatMul", [x, f"layers.{i}.in_proj_weight_t"])
         qkv = node("Add", f"{a}/Add", [f"layers.{i}.self_attn.in_proj_bias", qkv])
@@ -159,24 +167,14 @@ def torch_transformer_encoder(layers: int = 2, seq: int = 16, dim: int = 64, hea
         out = node("MatMul", f"{a}/MatMul_out", [ctx, f"layers.{i}.out_proj_weight_t"])
         out = node("Add", f"{a}/Add_out", [out, f"layers.{i}.self_attn.out_proj.bias"])
         h = node("Add", f"{p}/Add", [x, out])
-        h = node(
-            "LayerNormalization",
-            f"{p}/norm1/LayerNormalization",
-            [h, f"layers.{i}.norm1.weight", f"layers.{i}.norm1.bias"],
-            axis=-1,
-        )
+        h = layer_norm(h, "norm1")
         f = node("MatMul", f"{p}/linear1/MatMul", [h, f"layers.{i}.linear1_weight_t"])
         f = node("Add", f"{p}/linear1/Add", [f"layers.{i}.linear1.bias", f])
         f = node("Relu", f"{p}/Relu", [f])
         f = node("MatMul", f"{p}/linear2/MatMul", [f, f"layers.{i}.linear2_weight_t"])
         f = node("Add", f"{p}/linear2/Add", [f"layers.{i}.linear2.bias", f])
         h = node("Add", f"{p}/Add_1", [h, f])
-        x = node(
-            "LayerNormalization",
-            f"{p}/norm2/LayerNormalization",
-            [h, f"layers.{i}.norm2.weight", f"layers.{i}.norm2.bias"],
-            axis=-1,
-        )
+        x = layer_norm(h, "norm2")
     nodes.append(helper.make_node("Transpose", [x], ["y"], name="/Transpose_out", perm=[1, 0, 2]))
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, dim])]
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, dim])]
