@@ -4,10 +4,13 @@ out; does-not-fit is exit 1 with the reason, a malformed file exit 2 with one li
 from __future__ import annotations
 
 import csv
+import io
+import json
 
 import pytest
 
 from tvm_memplan.cli import main
+from tvm_memplan.pack import Progress
 
 PROBLEM = "id,lower,upper,size\na,0,3,256\nb,1,4,128\nc,3,5,256\n"
 
@@ -85,3 +88,56 @@ def test_a_bad_exact_search_ms_is_one_line_and_exit_2(problem, capsys, value):
     err = capsys.readouterr().err
     assert "--exact-search-ms must be a whole number of milliseconds >= 0" in err
     assert err.count("\n") == 1
+
+
+def test_json_prints_the_record_instead_of_the_summary(problem, capsys):
+    """--json: one JSON object with the figures and each phase's work, no summary line."""
+    assert main(["pack", str(problem), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert (record["buffers"], record["size"], record["bound"]) == (3, 384, 384)
+    assert (record["optimality"], record["gap_bytes"], record["fits"]) == ("at_bound", 0, True)
+    assert record["greedy"]["orders"] == 1 and record["greedy"]["steps"] > 0
+    assert record["exact_search"]["steps"] == 0
+
+
+def test_json_when_it_does_not_fit_is_the_record_and_exit_1(problem, capsys):
+    """The record of the best placement found, fits false, and the reason on stderr."""
+    assert main(["pack", str(problem), "--capacity", "300", "--json"]) == 1
+    out, err = capsys.readouterr()
+    record = json.loads(out)
+    assert record["fits"] is False and record["size"] == 384
+    assert "peak-live bound" in record["why_not"] and "does not fit" in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_shows_after_its_delay_on_one_line_and_clears():
+    """Nothing before the delay; then one line rewritten in place with the phase, the best size
+    and its gap to the bound; close blanks it."""
+    now = [0.0]
+    stream = _Terminal()
+    progress = Progress(stream, delay=1.0, clock=lambda: now[0])
+    progress("greedy orders", 200, 100)
+    assert stream.getvalue() == ""
+    now[0] = 2.0
+    progress("greedy orders", 150, 100)
+    progress("exact search", 120, 100)
+    shown = stream.getvalue()
+    assert shown.count("\r") == 2 and "\n" not in shown
+    assert shown.rsplit("\r", 1)[1].startswith("tvm-memplan: pack: exact search, best 120 bytes")
+    assert "20 over the bound (20.00%)" in shown
+    progress.close()
+    assert stream.getvalue().endswith("\r")
+    assert stream.getvalue().rsplit("\r", 2)[1].strip() == ""
+
+
+def test_progress_writes_nothing_off_a_terminal():
+    now = [5.0]
+    stream = io.StringIO()
+    progress = Progress(stream, delay=0.0, clock=lambda: now[0])
+    progress("greedy orders", 200, 100)
+    progress.close()
+    assert stream.getvalue() == ""

@@ -8,10 +8,13 @@
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/optional.h>
 #include <tvm/ffi/reflection/registry.h>
 #include <tvm/ffi/string.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -68,15 +71,18 @@ class OffsetIndex {
   }
 
   /*! \brief Call `visit(entry)` for each entry live at some point of [first, last], in order of
-   *         offset, until it returns false. */
+   *         offset, until it returns false; the number of entries examined (the work). */
   template <typename Visit>
-  void ForEachLiveDuring(int64_t first, int64_t last, Visit visit) const {
+  int64_t ForEachLiveDuring(int64_t first, int64_t last, Visit visit) const {
+    int64_t examined = 0;
     for (const Chunk& chunk : chunks_) {
       for (size_t k = 0; k < chunk.lives.size(); ++k) {
         const auto& [begin, end] = chunk.lives[k];
-        if (begin <= last && first <= end && !visit(chunk.entries[k])) return;
+        if (begin <= last && first <= end && !visit(chunk.entries[k])) return examined + k + 1;
       }
+      examined += chunk.lives.size();
     }
+    return examined;
   }
 
  private:
@@ -118,17 +124,18 @@ class Placer {
     int64_t best = -1;
     int64_t best_gap = std::numeric_limits<int64_t>::max();
     int64_t end = 0;  // the highest byte used by the neighbours seen so far
-    placed_.ForEachLiveDuring(item.first, item.last, [&](const OffsetIndex::Entry& neighbour) {
-      int64_t start = AlignUp(end, alignment_);
-      int64_t gap = neighbour.offset - start;
-      if (gap >= item.bytes && gap < best_gap) {
-        best = start;
-        best_gap = gap;
-        if (!best_fit) return false;
-      }
-      end = std::max(end, neighbour.end);
-      return true;
-    });
+    steps_ +=
+        placed_.ForEachLiveDuring(item.first, item.last, [&](const OffsetIndex::Entry& neighbour) {
+          int64_t start = AlignUp(end, alignment_);
+          int64_t gap = neighbour.offset - start;
+          if (gap >= item.bytes && gap < best_gap) {
+            best = start;
+            best_gap = gap;
+            if (!best_fit) return false;
+          }
+          end = std::max(end, neighbour.end);
+          return true;
+        });
     SetOffset(i, best >= 0 ? best : AlignUp(end, alignment_));
   }
 
@@ -141,12 +148,13 @@ class Placer {
     for (size_t m : members) {
       const PackItem& member = items_[m];
       if (member.bytes == 0) continue;
-      placed_.ForEachLiveDuring(member.first, member.last, [&](const OffsetIndex::Entry& other) {
-        int64_t end = other.end - member.delta;
-        forbidden.emplace_back(other.offset - member.delta - member.bytes, end);
-        if (end > 0) candidates.push_back(AlignUp(end, alignment_));
-        return true;
-      });
+      steps_ += placed_.ForEachLiveDuring(
+          member.first, member.last, [&](const OffsetIndex::Entry& other) {
+            int64_t end = other.end - member.delta;
+            forbidden.emplace_back(other.offset - member.delta - member.bytes, end);
+            if (end > 0) candidates.push_back(AlignUp(end, alignment_));
+            return true;
+          });
     }
     std::sort(candidates.begin(), candidates.end());
     int64_t base = candidates.back();
@@ -178,6 +186,7 @@ class Placer {
       packing.bytes = std::max(packing.bytes, offsets_[i] + items_[i].bytes);
     }
     packing.algorithm = std::move(algorithm);
+    packing.greedy_steps = steps_ + static_cast<int64_t>(items_.size());
     return packing;
   }
 
@@ -186,6 +195,8 @@ class Placer {
   int64_t alignment_;
   std::vector<int64_t> offsets_;
   OffsetIndex placed_;
+  /*! \brief Entries of the index examined so far. */
+  int64_t steps_ = 0;
   /*! \brief Group -> its items. */
   std::map<int64_t, std::vector<size_t>> groups_;
 };
@@ -415,23 +426,39 @@ int64_t PeakLiveBytes(const std::vector<PackItem>& all_items) {
 
 namespace {
 
-/*! \brief The smallest of the greedy orders, stopping at the first within `enough` bytes. */
-Packing GreedyPack(const std::vector<PackItem>& items, int64_t alignment, int64_t enough) {
-  int64_t bound = enough;
-  Packing best = GreedyBySize(items, alignment, /*best_fit=*/true, /*longest_first=*/false);
-  if (best.bytes <= bound) return best;
-  auto consider = [&](Packing candidate) {
-    if (candidate.bytes < best.bytes) best = std::move(candidate);
-    return best.bytes <= bound;
+/*!
+ * \brief The smallest of the greedy orders, stopping at the first within `enough` bytes or, with
+ *        a budget, once the budget is spent: each order is charged to it, and an order after the
+ *        first runs only while some is left.
+ */
+Packing GreedyPack(const std::vector<PackItem>& items, int64_t enough, int64_t bound,
+                   const PackOptions& options) {
+  int64_t alignment = options.alignment;
+  Packing best;
+  int64_t steps = 0;
+  int orders = 0;
+  // Run one order unless the budget is spent; true when the search may stop.
+  auto consider = [&](auto order) {
+    if (orders > 0 && options.budget != nullptr && options.budget->spent()) return true;
+    Packing candidate = order();
+    steps += candidate.greedy_steps;
+    if (options.budget != nullptr) {
+      options.budget->SpendAtOnce(candidate.greedy_steps / kIndexEntriesPerStep);
+    }
+    if (orders++ == 0 || candidate.bytes < best.bytes) best = std::move(candidate);
+    if (options.progress) options.progress("greedy orders", best.bytes, bound);
+    return best.bytes <= enough;
   };
-  if (consider(GreedyByBreadth(items, alignment))) return best;
-  if (consider(GreedyBySize(items, alignment, /*best_fit=*/true, /*longest_first=*/true))) {
-    return best;
-  }
-  if (consider(GreedyBySize(items, alignment, /*best_fit=*/false, /*longest_first=*/false))) {
-    return best;
-  }
-  if (consider(GreedyInProgramOrder(items, alignment))) return best;
+  auto by_size = [&](bool best_fit, bool longest_first) {
+    return [&, best_fit, longest_first] {
+      return GreedyBySize(items, alignment, best_fit, longest_first);
+    };
+  };
+  bool done = consider(by_size(/*best_fit=*/true, /*longest_first=*/false)) ||
+              consider([&] { return GreedyByBreadth(items, alignment); }) ||
+              consider(by_size(/*best_fit=*/true, /*longest_first=*/true)) ||
+              consider(by_size(/*best_fit=*/false, /*longest_first=*/false)) ||
+              consider([&] { return GreedyInProgramOrder(items, alignment); });
   // Still above the bound: greedy by size again over slightly shuffled orders (sizes scaled by
   // a factor in [1, 1.5), a fixed sequence, so the result does not vary between runs).
   uint64_t state = 0x9e3779b97f4a7c15ULL;
@@ -439,17 +466,21 @@ Packing GreedyPack(const std::vector<PackItem>& items, int64_t alignment, int64_
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
     return static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53);
   };
-  for (int attempt = 0; attempt < kShuffledAttempts; ++attempt) {
-    std::vector<double> keys(items.size());
-    for (size_t i = 0; i < items.size(); ++i) keys[i] = items[i].bytes * (1.0 + 0.5 * next());
-    std::vector<size_t> order(items.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return keys[a] > keys[b]; });
-    Placer placer(items, alignment);
-    for (size_t i : order) placer.Place(i, /*best_fit=*/true);
-    if (consider(placer.Result("greedy by shuffled size, best fit"))) break;
+  for (int attempt = 0; !done && attempt < kShuffledAttempts; ++attempt) {
+    done = consider([&] {
+      std::vector<double> keys(items.size());
+      for (size_t i = 0; i < items.size(); ++i) keys[i] = items[i].bytes * (1.0 + 0.5 * next());
+      std::vector<size_t> order(items.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return keys[a] > keys[b]; });
+      Placer placer(items, alignment);
+      for (size_t i : order) placer.Place(i, /*best_fit=*/true);
+      return placer.Result("greedy by shuffled size, best fit");
+    });
   }
+  best.greedy_steps = steps;
+  best.greedy_orders = orders;
   return best;
 }
 
@@ -469,10 +500,22 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
   int64_t alignment = options.alignment;
   int64_t bound = PeakLiveBytes(items);
   int64_t capacity = options.capacity;
-  Packing best = GreedyPack(items, alignment, capacity >= 0 ? std::max(capacity, bound) : bound);
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  Clock::time_point greedy_start = Clock::now();
+  Packing best =
+      GreedyPack(items, capacity >= 0 ? std::max(capacity, bound) : bound, bound, options);
+  int64_t greedy_steps = best.greedy_steps;
+  int greedy_orders = best.greedy_orders;
+  double greedy_seconds = seconds_since(greedy_start);
   best.bound = bound;
   auto finish = [&](Packing packing, const char* code) {
     packing.bound = bound;
+    packing.greedy_steps = greedy_steps;
+    packing.greedy_orders = greedy_orders;
+    packing.greedy_seconds = greedy_seconds;
     packing.optimality = packing.bytes <= bound ? optimality::kAtBound : code;
     if (capacity >= 0) {
       packing.fits = packing.bytes <= capacity;
@@ -498,6 +541,7 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
                    std::to_string(kMaxSearchItems) + ")";
     return finish(best, optimality::kBestFound);
   }
+  Clock::time_point search_start = Clock::now();
   OffsetSearch search(items, alignment);
   SearchBudget& budget = *options.budget;
   int64_t steps_before = budget.steps_taken();
@@ -546,11 +590,13 @@ Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& optio
         if (proof) proven = std::max(proven, lowest);
       }
       size = lowest + (best.bytes - 1 - lowest) / 2;
+      if (options.progress) options.progress("exact search", best.bytes, bound);
     }
     if (proven >= best.bytes) code = optimality::kProvenMinimum;
   }
   best.search_steps = budget.steps_taken() - steps_before;
   best.timed_out = budget.timed_out();
+  best.search_seconds = seconds_since(search_start);
   return finish(best, code);
 }
 
@@ -628,12 +674,18 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       // The packer on its own (python/tvm_memplan/analysis/packing.py), with its exact search.
       .def("tvm_memplan.analysis.pack_offsets",
            [](tvm::ffi::Array<tvm::ffi::Array<int64_t>> tuples, int64_t alignment, int64_t capacity,
-              int64_t search_ms) {
+              int64_t search_ms, tvm::ffi::Optional<tvm::ffi::Function> progress) {
              SearchBudget budget = SearchBudget::ForMs(search_ms);
              PackOptions options;
              options.alignment = alignment;
              options.capacity = capacity;
              options.budget = search_ms > 0 ? &budget : nullptr;
+             if (progress.has_value()) {
+               options.progress = [report = *progress](const char* phase, int64_t best_bytes,
+                                                       int64_t bound) {
+                 report(tvm::ffi::String(phase), best_bytes, bound);
+               };
+             }
              std::vector<PackItem> items = ItemsOf(tuples);
              Packing packing = PackOffsets(items, options);
              TVM_FFI_ICHECK(IsValidPacking(items, packing, alignment))
@@ -649,6 +701,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              result.Set("why_not", tvm::ffi::String(packing.why_not));
              result.Set("search_steps", packing.search_steps);
              result.Set("timed_out", packing.timed_out);
+             result.Set("greedy_steps", packing.greedy_steps);
+             result.Set("greedy_orders", packing.greedy_orders);
+             result.Set("greedy_seconds", packing.greedy_seconds);
+             result.Set("search_seconds", packing.search_seconds);
              return result;
            });
   ir::RegisterCodeFamily("optimality", optimality::kCodes);

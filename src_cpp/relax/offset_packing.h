@@ -35,6 +35,7 @@
 #define TVM_MEMPLAN_RELAX_OFFSET_PACKING_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -91,10 +92,16 @@ struct PackOptions {
   /*! \brief When >= 0, any placement within this many bytes will do: the search stops at the
    *         first (it does not minimize further), and says when none exists. */
   int64_t capacity = -1;
-  /*! \brief The exact search's budget (relax/search_budget.h), when the greedy orders stay above
-   *         the bound; nullptr: greedy orders only. One budget may serve several packings, such
-   *         as the storages of one function. */
+  /*! \brief The budget of the whole packing (relax/search_budget.h): every greedy order is
+   *         charged to it, and an order after the first runs only while some is left; the exact
+   *         search, when the greedy orders stay above the bound, spends the rest. nullptr: every
+   *         greedy order and no exact search. One budget may serve several packings, such as
+   *         the storages of one function. */
   SearchBudget* budget = nullptr;
+  /*! \brief When set, called after each greedy order and each try of the exact search with the
+   *         phase ("greedy orders" or "exact search"), the smallest size found so far and the
+   *         peak-live bound. */
+  std::function<void(const char* phase, int64_t best_bytes, int64_t bound)> progress;
 };
 
 /*! \brief Above this many items (of nonzero size) the exact search does not run: it keeps a
@@ -119,6 +126,14 @@ struct Packing {
    *         its steps, ended it (then the result may depend on the machine's load). */
   int64_t search_steps = 0;
   bool timed_out = false;
+  /*! \brief The greedy orders' work (entries of the offset index examined, charged to the
+   *         budget at kIndexEntriesPerStep a step) and how many orders ran. */
+  int64_t greedy_steps = 0;
+  int greedy_orders = 0;
+  /*! \brief Seconds in the greedy orders and in the exact search (measured, so they vary from
+   *         run to run; the steps do not). */
+  double greedy_seconds = 0;
+  double search_seconds = 0;
 };
 
 /*! \brief The most bytes live at one program point (the bytes of a group's live items counted

@@ -53,6 +53,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         defaults.Set("pack_ms", kPackSearchMs);
         defaults.Set("pass_config", ffi::String(kSearchPassConfig));
         defaults.Set("steps_per_ms", kSearchStepsPerMs);
+        defaults.Set("index_entries_per_step", kIndexEntriesPerStep);
         return defaults;
       });
 }

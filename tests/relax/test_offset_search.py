@@ -19,7 +19,7 @@ from zoo.packings import perfect_packing
 def _pack(items, alignment, search_ms=10_000, capacity=-1):
     """The packer through its FFI entry: items (bytes, first, last[, group, delta]), inclusive
     lifetimes, groups allowed."""
-    return analysis_api.pack_offsets(items, alignment, capacity, search_ms)
+    return analysis_api.pack_offsets(items, alignment, capacity, search_ms, None)
 
 
 def _overlaps(items, offsets, alignment):
@@ -178,6 +178,38 @@ def test_results_do_not_depend_on_the_run():
     second = pack_offsets(items, alignment=64, exact_search_ms=50)
     assert not first.timed_out
     assert first.offsets == second.offsets and first.search_steps == second.search_steps
+
+
+def test_progress_reports_each_greedy_order_then_each_search_try():
+    """progress(phase, best, bound) comes after every greedy order, then after every try of the
+    exact search; the best size never grows and ends at the packing's size."""
+    items = perfect_packing(400, 0)
+    calls = []
+    packing = pack_offsets(
+        items, alignment=64, exact_search_ms=50, progress=lambda *call: calls.append(call)
+    )
+    phases = [phase for phase, _, _ in calls]
+    assert phases == ["greedy orders"] * packing.greedy_orders + ["exact search"] * (
+        len(calls) - packing.greedy_orders
+    )
+    assert "exact search" in phases
+    bests = [best for _, best, _ in calls]
+    assert bests == sorted(bests, reverse=True) and bests[-1] == packing.size
+    assert {bound for _, _, bound in calls} == {packing.bound}
+
+
+def test_the_budget_bounds_the_greedy_orders_too():
+    """Each greedy order is charged to the budget and one after the first runs only while it
+    lasts: on 2,000 buffers a budget of 1 ms runs one order where none (0) runs all of them,
+    and the work charged does not vary between runs."""
+    items = perfect_packing(2000, 0)
+    unbounded = pack_offsets(items, alignment=64, exact_search_ms=0)
+    tiny = pack_offsets(items, alignment=64, exact_search_ms=1)
+    again = pack_offsets(items, alignment=64, exact_search_ms=1)
+    assert tiny.greedy_orders == 1 < unbounded.greedy_orders
+    assert tiny.greedy_steps < unbounded.greedy_steps
+    assert (tiny.greedy_steps, tiny.offsets) == (again.greedy_steps, again.offsets)
+    assert unbounded.size <= tiny.size and tiny.optimality == "best_found"
 
 
 def test_alignment_need_not_be_a_power_of_two():

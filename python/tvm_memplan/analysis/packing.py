@@ -17,7 +17,7 @@ convention of MiniMalloc's CSV files; the C++ packer takes inclusive ``[first, l
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import tvm_ffi
@@ -49,6 +49,8 @@ class SearchDefaults:
     pass_config: str
     #: Search steps per millisecond: the steps, not the clock, end a search.
     steps_per_ms: int
+    #: Entries of the offset index that the greedy orders examine per step charged.
+    index_entries_per_step: int
 
 
 @functools.cache
@@ -60,6 +62,7 @@ def search_defaults() -> SearchDefaults:
         pack_ms=int(values["pack_ms"]),
         pass_config=str(values["pass_config"]),
         steps_per_ms=int(values["steps_per_ms"]),
+        index_entries_per_step=int(values["index_entries_per_step"]),
     )
 
 
@@ -97,6 +100,15 @@ class Packing:
     #: rather than its step limit stopped it (the result may then vary from run to run).
     search_steps: int
     timed_out: bool
+    #: The greedy orders' work in index entries examined (charged to the same budget at
+    #: ``SearchDefaults.index_entries_per_step`` a step), and how many orders ran (one after the
+    #: first only while the budget lasts).
+    greedy_steps: int
+    greedy_orders: int
+    #: Seconds in the greedy orders and in the exact search (these vary from run to run; the
+    #: steps do not).
+    greedy_seconds: float
+    search_seconds: float
 
     @property
     def gap_bytes(self) -> int:
@@ -146,6 +158,7 @@ def pack_offsets(
     capacity: int | None = None,
     alignment: int = 1,
     exact_search_ms: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Packing:
     """Offsets for ``items``, each ``(id, lower, upper, size)`` live over ``[lower, upper)``, so
     that no two items live at the same point share a byte; every offset a multiple of
@@ -153,7 +166,10 @@ def pack_offsets(
 
     Without ``capacity``, the smallest arena found: the greedy orders first, then, if they stay
     above the peak-live bound, an exact search for up to ``exact_search_ms`` milliseconds
-    (None: ``search_defaults().pack_ms``; 0: none).
+    (None: ``search_defaults().pack_ms``; 0: none). That budget bounds the whole packing: the
+    greedy orders are charged to it, and those after the first run only while it lasts.
+    ``progress(phase, best_size, bound)``, when given, is called after each greedy order (phase
+    ``"greedy orders"``) and each try of the exact search (``"exact search"``).
     ``optimality`` says whether the size is at the bound, proven minimal, or the best found.
     With ``capacity``, any placement within it; raises DoesNotFitError, with the best placement
     found and why, when there is none (the bound exceeds it, the search proved it, or the budget ran
@@ -176,7 +192,7 @@ def pack_offsets(
         )
     tuples = [(size, lower, upper - 1) for _, lower, upper, size in checked]
     result = _ffi_api.pack_offsets(
-        tuples, alignment, -1 if capacity is None else capacity, exact_search_ms
+        tuples, alignment, -1 if capacity is None else capacity, exact_search_ms, progress
     )
     packing = Packing(
         offsets={item[0]: int(o) for item, o in zip(checked, result["offsets"], strict=True)},
@@ -188,6 +204,10 @@ def pack_offsets(
         why_not=str(result["why_not"]),
         search_steps=int(result["search_steps"]),
         timed_out=bool(result["timed_out"]),
+        greedy_steps=int(result["greedy_steps"]),
+        greedy_orders=int(result["greedy_orders"]),
+        greedy_seconds=float(result["greedy_seconds"]),
+        search_seconds=float(result["search_seconds"]),
     )
     if not packing.fits:
         raise DoesNotFitError(
