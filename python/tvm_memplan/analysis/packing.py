@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import tvm_ffi
 
@@ -116,6 +116,11 @@ class Packing:
         return self.size - self.bound
 
 
+#: The Python type of each field of Packing, by its annotation (read as text, as annotations are
+#: under ``from __future__ import annotations``).
+_CONVERT = {"int": int, "str": str, "bool": bool, "float": float}
+
+
 class DoesNotFitError(ValueError):
     """The items do not fit the capacity: ``packing`` is the best placement found, and the
     message says why (the bound, the search's proof, or its budget)."""
@@ -194,20 +199,16 @@ def pack_offsets(
     result = _ffi_api.pack_offsets(
         tuples, alignment, -1 if capacity is None else capacity, exact_search_ms, progress
     )
+    # Every field but the offsets and the size is the C++ result's entry of the same name.
+    figures = {
+        f.name: _CONVERT[f.type](result[f.name])
+        for f in fields(Packing)
+        if f.name not in ("offsets", "size")
+    }
     packing = Packing(
         offsets={item[0]: int(o) for item, o in zip(checked, result["offsets"], strict=True)},
         size=int(result["bytes"]),
-        bound=int(result["bound"]),
-        optimality=str(result["optimality"]),
-        algorithm=str(result["algorithm"]),
-        fits=bool(result["fits"]),
-        why_not=str(result["why_not"]),
-        search_steps=int(result["search_steps"]),
-        timed_out=bool(result["timed_out"]),
-        greedy_steps=int(result["greedy_steps"]),
-        greedy_orders=int(result["greedy_orders"]),
-        greedy_seconds=float(result["greedy_seconds"]),
-        search_seconds=float(result["search_seconds"]),
+        **figures,
     )
     if not packing.fits:
         raise DoesNotFitError(
