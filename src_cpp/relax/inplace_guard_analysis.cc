@@ -6,6 +6,7 @@
 
 #include <tvm/ffi/reflection/registry.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -35,6 +36,7 @@ class WriteAnalysis {
         flow_(steps_) {}
 
   std::vector<RevertedInplaceWrite> Run() {
+    if (OnlyFreshDestinations()) return {};
     for (const ObjectRef& param : func_.params()) {
       flow_.Define(param, Value{{flow_.NewRoot(RootKind::kParam, "a parameter", -1)}, nullptr});
       defined_at_[param.get()] = -1;
@@ -46,6 +48,49 @@ class WriteAnalysis {
   }
 
  private:
+  /*!
+   * \brief Whether every call writes only tensors of their own: each written argument a
+   *        variable bound to `R.builtin.alloc_tensor` that no other call writes (what
+   *        CallTIRRewrite emits), or a scalar or shape. Then no write is unsafe (a fresh
+   *        allocation written once holds no value yet), and the flow of storage need not be
+   *        followed: the common case, decided in one walk over the bindings.
+   */
+  bool OnlyFreshDestinations() {
+    std::unordered_map<const Object*, bool> written_once;  // a fresh tensor -> written yet
+    for (const Step& step : steps_) {
+      if (step.kind != Step::Kind::kBinding) continue;
+      std::optional<Call> call = As<Call>(step.expr);
+      if (!call) continue;
+      if (call->IsOp(schema::op::BuiltinAllocTensor)) {
+        written_once.emplace(step.binding->var().get(), false);
+        continue;
+      }
+      // What Define and Check take as written: the effect's arguments and the callee's.
+      std::vector<size_t> written =
+          WrittenArguments(*call, classifier_.Classify(*call), classifier_, facts_);
+      if (std::optional<PrimFunc> callee = classifier_.PrimFuncOf(call->op())) {
+        const std::vector<bool>& params = facts_->WrittenParams(*callee);
+        for (size_t i = 0; i < params.size(); ++i) {
+          if (params[i]) written.push_back(i);
+        }
+      }
+      std::sort(written.begin(), written.end());
+      written.erase(std::unique(written.begin(), written.end()), written.end());
+      Array<ObjectRef> args = call->args();
+      for (size_t i : written) {
+        if (i >= args.size()) continue;
+        const ObjectRef& type = TypeOf(args[i]);
+        if (schema::type::PrimType.IsInstance(type) || schema::type::ShapeType.IsInstance(type)) {
+          continue;
+        }
+        auto fresh = IsVar(args[i]) ? written_once.find(args[i].get()) : written_once.end();
+        if (fresh == written_once.end() || fresh->second) return false;
+        fresh->second = true;
+      }
+    }
+    return true;
+  }
+
   void Define(int64_t index) {
     const Step& step = steps_[index];
     if (step.kind != Step::Kind::kBinding && step.kind != Step::Kind::kIfResult) return;

@@ -220,6 +220,27 @@ class TestKeepsAValueNotReadAfter(GuardRunCase):
     before = relax_module(Kernels, main=_before)
 
 
+class TestKeepsCallsIntoFreshTensors(GuardRunCase):
+    """Every call writes only a tensor allocated for it and written once (what CallTIRRewrite
+    emits without an in-place pass): nothing to guard, decided without following storage."""
+
+    @R.function
+    def _before(x: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        a = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        EXP(x, a)
+        b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        SIN(a, b)
+        c = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), 0, R.str("global"))
+        ADD(b, a, c)
+        return c
+
+    before = relax_module(Kernels, main=_before)
+
+    def test_no_write_is_unsafe(self):
+        assert unsafe_inplace_writes(self.before) == {}
+
+
 class TestKeepsParameters(GuardCase):
     """A parameter written in place is the caller's tensor, written as the program says
     (MLC-LLM's sampling functions do it on purpose)."""
