@@ -69,13 +69,11 @@ bool TypeKey::Exists() const {
   return index_.load(std::memory_order_relaxed) >= 0 || LookupTypeIndex(key_).has_value();
 }
 
-bool TypeKey::IsInstance(int32_t type_index) const {
-  int32_t mine = index();
+bool TypeKey::IsInstanceSlow(int32_t type_index) const {
+  int32_t mine = index();  // resolves the key on first use
   if (type_index == mine) return true;
   if (type_index < ffi::TypeIndex::kTVMFFIStaticObjectBegin) return false;
   std::atomic<int32_t>& slot = answers_[type_index % kCacheSize];
-  int32_t cached = slot.load(std::memory_order_relaxed);
-  if ((cached >> 2) == type_index && (cached & 2)) return cached & 1;
   int32_t depth = depth_.load(std::memory_order_relaxed);
   if (depth < 0) {
     depth = TVMFFIGetTypeInfo(mine)->type_depth;

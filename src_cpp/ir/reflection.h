@@ -69,21 +69,30 @@ class TypeKey {
   /*! \brief Whether TVM defines this key (never throws). */
   bool Exists() const;
 
-  /*! \brief Whether `type_index` is this type or derives from it. */
-  bool IsInstance(int32_t type_index) const;
+  /*! \brief Whether `type_index` is this type or derives from it: the type itself and recent
+   *         answers inline (passes ask the same few questions about millions of nodes), the
+   *         hierarchy out of line. */
+  bool IsInstance(int32_t type_index) const {
+    if (type_index == index_.load(std::memory_order_relaxed)) return true;
+    if (type_index >= ffi::TypeIndex::kTVMFFIStaticObjectBegin) {
+      int32_t cached = answers_[type_index % kCacheSize].load(std::memory_order_relaxed);
+      if ((cached >> 2) == type_index && (cached & 2)) return cached & 1;
+    }
+    return IsInstanceSlow(type_index);
+  }
   bool IsInstance(const Object* obj) const { return obj && IsInstance(obj->type_index()); }
   bool IsInstance(const ObjectRef& ref) const { return IsInstance(ref.get()); }
   bool IsInstance(const AnyView& value) const { return IsInstance(value.type_index()); }
 
  private:
+  bool IsInstanceSlow(int32_t type_index) const;
+
   const char* key_;
   mutable std::atomic<int32_t> index_{-1};
   /*! \brief Depth of this type in the hierarchy (-1 until first needed). */
   mutable std::atomic<int32_t> depth_{-1};
-  /*!
-   * \brief Recent answers of IsInstance, direct-mapped by type index: (index << 2) | 2 | answer.
-   *        Passes ask the same few questions about millions of nodes.
-   */
+  /*! \brief Recent answers of IsInstance, direct-mapped by type index: (index << 2) | 2 |
+   *         answer. */
   static constexpr int kCacheSize = 32;
   mutable std::atomic<int32_t> answers_[kCacheSize] = {};
 };

@@ -126,6 +126,10 @@ std::optional<ObjectRef> TensorType::bytes_expr() const {
 
 ObjectRef TypeOf(const ObjectRef& expr) { return ExprType(expr); }
 
+bool HoldsNoStorage(const ObjectRef& type) {
+  return schema::type::PrimType.IsInstance(type) || schema::type::ShapeType.IsInstance(type);
+}
+
 bool SameShapeAndDType(const TensorType& a, const TensorType& b) {
   std::optional<DLDataType> dtype_a = a.dtype(), dtype_b = b.dtype();
   if (!dtype_a || !dtype_b || *dtype_a != *dtype_b) return false;

@@ -132,6 +132,10 @@ class TupleType : public NodeView {
 /*! \brief The type of a Relax expression (its `ty` field). */
 ObjectRef TypeOf(const ObjectRef& expr);
 
+/*! \brief Whether a value of `type` holds no storage: a scalar (ir.PrimType) or a shape
+ *         (relax.ShapeType). */
+bool HoldsNoStorage(const ObjectRef& type);
+
 /*! \brief Whether two tensor types have the same known dtype and provably equal known shapes. */
 bool SameShapeAndDType(const TensorType& a, const TensorType& b);
 

@@ -116,7 +116,7 @@ class WriteReverter {
 
 GuardedModule GuardInplaceWrites(const IRModule& mod) {
   GuardedModule guarded{mod, {}};
-  PrimFuncFacts facts;
+  PrimFuncFacts& facts = *guarded.prim_funcs;
   Map<ObjectRef, ObjectRef> updated = mod.functions();
   bool changed = false;
   for (const auto& [gv, base_func] : mod.functions()) {

@@ -38,9 +38,11 @@
 #define TVM_MEMPLAN_RELAX_INPLACE_GUARD_H_
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "ir/relax.h"
+#include "relax/memory_effects.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -51,6 +53,9 @@ struct GuardedModule {
   /*! \brief Function name -> its RevertedInplaceWrite records (relax/memory_plan_records.h),
    *         in program order; functions with none are absent. */
   std::map<std::string, Array<ObjectRef>> reverted;
+  /*! \brief What the guard learnt of the module's PrimFuncs (which the guard leaves as they
+   *         are), for the analyses that read the same module after it. */
+  std::shared_ptr<PrimFuncFacts> prim_funcs = std::make_shared<PrimFuncFacts>();
 };
 
 /*! \brief `mod` (Relax after CallTIRRewrite) with every unsafe in-place write of its Relax

@@ -79,10 +79,7 @@ class WriteAnalysis {
       Array<ObjectRef> args = call->args();
       for (size_t i : written) {
         if (i >= args.size()) continue;
-        const ObjectRef& type = TypeOf(args[i]);
-        if (schema::type::PrimType.IsInstance(type) || schema::type::ShapeType.IsInstance(type)) {
-          continue;
-        }
+        if (HoldsNoStorage(TypeOf(args[i]))) continue;
         auto fresh = IsVar(args[i]) ? written_once.find(args[i].get()) : written_once.end();
         if (fresh == written_once.end() || fresh->second) return false;
         fresh->second = true;

@@ -23,6 +23,7 @@ using ir::relax::Binding;
 using ir::relax::BindingBlock;
 using ir::relax::BlockBuilder;
 using ir::relax::Function;
+using ir::relax::HoldsNoStorage;
 using ir::relax::If;
 using ir::relax::InplaceIndices;
 using ir::relax::IsConstant;

@@ -464,7 +464,7 @@ std::vector<FunctionMemoryPlanPtr> AnalyzeMemoryPlans(const GuardedModule& guard
                                                       bool model_ours) {
   const IRModule& mod = guarded.mod;
   target::PlanningDevices devices = target::ResolvePlanningDevices(mod.ref());
-  PrimFuncFacts prim_funcs;
+  PrimFuncFacts& prim_funcs = *guarded.prim_funcs;
   // Name order, so that the plans do not depend on map iteration.
   std::vector<std::pair<std::string, ObjectRef>> functions;
   for (const auto& [gv, func] : mod.functions()) {

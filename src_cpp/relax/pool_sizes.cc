@@ -108,7 +108,9 @@ std::vector<std::vector<PooledSize>> PoolSizes(const IRModule& mod,
       sizes[p].push_back(PooledSize{storage.as<StorageAllocationObj>()->bytes, ""});
     }
   }
-  if (!options.pool_sizes) return sizes;
+  // One function has no other's size to take (and the walk for calls below costs a visit of
+  // the whole module).
+  if (!options.pool_sizes || plans.size() < 2) return sizes;
   // 2. The functions that take part: planned by ours, calling no Relax function, called by none.
   std::unordered_set<const Object*> calls = CallingOrCalled(mod);
   std::vector<size_t> pooled;
