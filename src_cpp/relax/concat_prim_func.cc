@@ -32,6 +32,27 @@ bool ReadsBuffer(const ObjectRef& expr) {
   return reads;
 }
 
+/*! \brief The stores into `output` in `body`, counted up to two: both proofs need exactly one
+ *         (a reduction's init is a second), and this walk, without scopes or an analyzer, tells
+ *         most kernels apart before either proof walks them. */
+int StoresInto(const ObjectRef& body, const Buffer& output) {
+  int stores = 0;
+  ffi::StructuralVisit(
+      body,
+      [&](const ObjectRef& node,
+          ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+        if (!node.defined() || IsVar(node) || IsTypeNode(node) || Is<Buffer>(node)) {
+          return std::nullopt;
+        }
+        std::optional<BufferStore> store = As<BufferStore>(node);
+        if (store && store->buffer().same_as(output) && ++stores == 2) {
+          return ffi::VisitInterrupt();
+        }
+        return engine->DefaultVisitExpected(node).value();
+      });
+  return stores;
+}
+
 /*! \brief The condition of `value` when it is an `if_then_else` whose condition reads no
  *         buffer (a selection between its other two arguments). */
 std::optional<Call> AsSelection(const ObjectRef& value) {
@@ -575,6 +596,12 @@ class SlicedWriteCheck : public OutputCheck {
 
 }  // namespace
 
+bool MayBeConcatenation(const PrimFunc& prim_func) {
+  Array<ObjectRef> params = prim_func.params();
+  return params.size() >= 2 && Is<Buffer>(params[params.size() - 1]) &&
+         StoresInto(prim_func.body(), Buffer(params[params.size() - 1])) == 1;
+}
+
 std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const PrimFunc& prim_func) {
   Array<ObjectRef> params = prim_func.params();
   if (params.size() < 2) return std::string("the PrimFunc has no inputs");
@@ -596,61 +623,56 @@ std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const PrimFunc& pri
   return std::get<std::string>(pure) + "; " + std::get<std::string>(sliced);
 }
 
-namespace {
-
-/*! \brief The buffers a PrimFunc stores to, takes the address of or views. */
-class WriteCollector : public ScopedVisitor {
- public:
-  explicit WriteCollector(Analyzer* analyzer) : ScopedVisitor(analyzer) {}
-  std::unordered_set<const Object*> written;
-  /*! \brief An address was taken of something we cannot tell: any buffer may be written. */
-  bool unknown_address = false;
-
- private:
-  void OnStore(const BufferStore& store) override { written.insert(store.buffer().get()); }
-  void OnCall(const Call& call) override {
-    if (!TakesBufferAddress(call)) return;
-    // The address may reach an extern call that writes through it.
-    bool known = false;
-    for (const ObjectRef& arg : call.args()) {
-      if (std::optional<BufferLoad> load = As<BufferLoad>(arg)) {
-        written.insert(load->buffer().get());
-        known = true;
-      } else if (Is<Buffer>(arg)) {
-        written.insert(arg.get());
-        known = true;
-      }
-    }
-    unknown_address = unknown_address || !known;
-  }
-  void OnMatchBuffer(const MatchBufferRegion& match, const SBlock& /*block*/) override {
-    written.insert(match.source().buffer().get());
-  }
-  void OnAllocation(const AllocationSite& site) override {
-    if (site.kind != AllocationSite::Kind::kDeclBuffer) return;
-    if (std::optional<Buffer> viewed = DeclBuffer(site.node).viewed_buffer()) {
-      written.insert(viewed->get());
-    }
-  }
-};
-
-}  // namespace
-
 std::vector<bool> WrittenParams(const PrimFunc& prim_func) {
-  Analyzer analyzer;
-  WriteCollector collector(&analyzer);
-  collector.Run(prim_func);
-  std::vector<bool> written;
+  // The buffers it stores to, takes the address of, matches or views; one walk over the nodes,
+  // which needs no scopes: any buffer named in such a place counts, wherever it is.
+  std::unordered_set<const Object*> written;
+  bool unknown_address = false;  // an address of something we cannot tell: any may be written
+  auto note = [&](const ObjectRef& node) {
+    if (std::optional<BufferStore> store = As<BufferStore>(node)) {
+      written.insert(store->buffer().get());
+    } else if (std::optional<MatchBufferRegion> match = As<MatchBufferRegion>(node)) {
+      written.insert(match->source().buffer().get());
+    } else if (std::optional<DeclBuffer> decl = As<DeclBuffer>(node)) {
+      if (std::optional<Buffer> viewed = decl->viewed_buffer()) written.insert(viewed->get());
+    } else if (std::optional<Call> call = As<Call>(node); call && TakesBufferAddress(*call)) {
+      // The address may reach an extern call that writes through it.
+      bool known = false;
+      for (const ObjectRef& arg : call->args()) {
+        if (std::optional<BufferLoad> load = As<BufferLoad>(arg)) {
+          written.insert(load->buffer().get());
+          known = true;
+        } else if (Is<Buffer>(arg)) {
+          written.insert(arg.get());
+          known = true;
+        }
+      }
+      unknown_address = unknown_address || !known;
+    }
+  };
+  ffi::StructuralVisit(
+      prim_func.body(),
+      [&](const ObjectRef& node,
+          ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+        if (!node.defined() || IsVar(node) || IsTypeNode(node) || Is<Buffer>(node)) {
+          return std::nullopt;
+        }
+        note(node);
+        return engine->DefaultVisitExpected(node).value();
+      });
+  std::vector<bool> params;
   for (const ObjectRef& param : prim_func.params()) {
-    written.push_back(collector.unknown_address || !Is<Buffer>(param) ||
-                      collector.written.count(param.get()) > 0);
+    params.push_back(unknown_address || !Is<Buffer>(param) || written.count(param.get()) > 0);
   }
-  return written;
+  return params;
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
   // The proof alone, for tests: (axis, [byte offset, or None when not sliced], computes) or the
   // reason it fails.
+  tvm::ffi::reflection::GlobalDef().def(
+      "tvm_memplan.testing.may_be_concatenation",
+      [](ObjectRef prim_func) { return MayBeConcatenation(PrimFunc(prim_func)); });
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.testing.analyze_concatenation", [](ObjectRef prim_func) -> Any {
         auto result = AnalyzeConcatenation(PrimFunc(prim_func));

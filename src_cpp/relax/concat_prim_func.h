@@ -73,6 +73,11 @@ struct ConcatLayout {
   bool Sliced(size_t input) const { return byte_offsets[input] != kNotSliced; }
 };
 
+/*! \brief A condition every concatenation meets, checked in one plain walk before the proofs
+ *         below: inputs, and exactly one store into the output (a reduction's init is a second).
+ *         False: AnalyzeConcatenation finds no layout. */
+bool MayBeConcatenation(const ir::PrimFunc& prim_func);
+
 /*! \brief The layout of `prim_func`, or why it provably writes no input unchanged into a slice
  *         of its output. */
 std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const ir::PrimFunc& prim_func);

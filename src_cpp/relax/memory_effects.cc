@@ -63,6 +63,7 @@ bool PrimFuncFacts::MovesDataOnly(const PrimFunc& prim_func) {
 
 const std::optional<ConcatLayout>& PrimFuncFacts::Concatenation(const PrimFunc& prim_func) {
   Facts& facts = Of(prim_func);
+  if (!facts.concatenation && !MayBeConcatenation(prim_func)) facts.concatenation.emplace();
   if (!facts.concatenation) {
     auto result = AnalyzeConcatenation(prim_func);
     const auto* layout = std::get_if<ConcatLayout>(&result);

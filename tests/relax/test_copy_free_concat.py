@@ -528,6 +528,33 @@ def test_an_input_copied_beside_a_computed_part_is_sliced(func, axis):
     assert analyze_concatenation(func) == (axis, (None, 64), True)
 
 
+def test_the_walk_before_the_proofs_keeps_every_concatenation():
+    """The planner asks the proofs only of kernels that store into their output once: every
+    kernel proven a concatenation passes that walk, and a reduction (whose init is a second
+    store) or a kernel writing another buffer does not reach the proofs."""
+    may_be = tvm_memplan.testing.may_be_concatenation
+    kernels = [
+        stencil,
+        transposed,
+        computed,
+        overlapping,
+        partial,
+        fused_relu_sum,
+        one_channel_last,
+    ]
+    kernels += list(_prim_funcs(planner_input(DenseBlock)).values())
+    kernels += list(_prim_funcs(planner_input(NormalizedConcat)).values())
+    for func in kernels:
+        if not isinstance(analyze_concatenation(func), str):
+            assert may_be(func)
+    assert not may_be(add_bias_inplace)
+    reductions = [f for n, f in _prim_funcs(planner_input(NormalizedConcat)).items() if "sum" in n]
+    assert reductions and not any(may_be(f) for f in reductions)
+    assert any(may_be(f) for f in kernels) and any(
+        not isinstance(analyze_concatenation(f), str) for f in kernels
+    )
+
+
 # ---- the in-place pass, when our planner will run -------------------------------------------
 
 
