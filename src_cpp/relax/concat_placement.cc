@@ -243,8 +243,19 @@ class Placer {
       }
       return found;
     };
+    // Only tensors of one group share bytes: pairs within each group, in the order of a scan
+    // over all pairs (so the first violation found is the same), without the scan.
+    std::vector<std::vector<size_t>> members;
+    for (size_t t = 0; t < tensors_.size(); ++t) {
+      if (result.group[t] < 0) continue;
+      if (static_cast<size_t>(result.group[t]) >= members.size()) {
+        members.resize(result.group[t] + 1);
+      }
+      members[result.group[t]].push_back(t);
+    }
     for (size_t a = 0; a < tensors_.size(); ++a) {
-      for (size_t b = 0; b < tensors_.size(); ++b) {
+      if (result.group[a] < 0) continue;
+      for (size_t b : members[result.group[a]]) {
         if (a == b || !shares_bytes(a, b)) continue;
         if (a < b && both_written(a, b)) {
           int64_t c = std::max(placing_call(a), placing_call(b));
