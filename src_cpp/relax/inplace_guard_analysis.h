@@ -9,6 +9,10 @@
  *   // FindUnsafeWrites: one record, callee "sin_inplace", argument "k", code "constant",
  *   // result "b"; with the binding, argument position and the copy's device and scope
  * \endcode
+ *
+ * A function whose every call writes only tensors allocated for it and written once (what
+ * CallTIRRewrite emits without an in-place pass) has none, which one walk over its bindings
+ * tells before the flow of storage is followed.
  */
 #ifndef TVM_MEMPLAN_RELAX_INPLACE_GUARD_ANALYSIS_H_
 #define TVM_MEMPLAN_RELAX_INPLACE_GUARD_ANALYSIS_H_
