@@ -467,5 +467,17 @@ ObjectRef MapChildStmts(const ObjectRef& stmt,
   return stmt;
 }
 
+bool ForEachNode(const ObjectRef& node, const std::function<bool(const ObjectRef&)>& visit) {
+  Optional<ffi::VisitInterrupt> stopped = ffi::StructuralVisit(
+      node,
+      [&](const ObjectRef& n, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
+        if (!n.defined()) return std::nullopt;
+        if (!visit(n)) return ffi::VisitInterrupt();
+        if (IsVar(n) || IsTypeNode(n)) return std::nullopt;
+        return engine->DefaultVisitExpected(n).value();
+      });
+  return !stopped.has_value();
+}
+
 }  // namespace ir
 }  // namespace tvm_memplan

@@ -338,6 +338,14 @@ void ForEachChildStmt(const ObjectRef& stmt, const std::function<void(const Obje
 ObjectRef MapChildStmts(const ObjectRef& stmt,
                         const std::function<ObjectRef(const ObjectRef&)>& rewrite);
 
+/*!
+ * \brief Calls `visit` on `node` and every statement and expression inside it, parents first,
+ *        until it returns false: one plain walk, without scopes or an analyzer. Variables
+ *        (buffers among them) and types are visited but not looked into: their fields are
+ *        declarations, not code. False when `visit` stopped the walk.
+ */
+bool ForEachNode(const ObjectRef& node, const std::function<bool(const ObjectRef&)>& visit);
+
 }  // namespace ir
 }  // namespace tvm_memplan
 

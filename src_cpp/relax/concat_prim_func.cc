@@ -21,15 +21,7 @@ namespace relax {
 namespace {
 
 bool ReadsBuffer(const ObjectRef& expr) {
-  bool reads = false;
-  ffi::StructuralVisit(
-      expr,
-      [&](const ObjectRef& n, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-        if (Is<BufferLoad>(n)) reads = true;
-        if (!reads && n.defined()) engine->DefaultVisitExpected(n).value();
-        return std::nullopt;
-      });
-  return reads;
+  return !ForEachNode(expr, [](const ObjectRef& node) { return !Is<BufferLoad>(node); });
 }
 
 /*! \brief The stores into `output` in `body`, counted up to two: both proofs need exactly one
@@ -37,19 +29,10 @@ bool ReadsBuffer(const ObjectRef& expr) {
  *         most kernels apart before either proof walks them. */
 int StoresInto(const ObjectRef& body, const Buffer& output) {
   int stores = 0;
-  ffi::StructuralVisit(
-      body,
-      [&](const ObjectRef& node,
-          ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-        if (!node.defined() || IsVar(node) || IsTypeNode(node) || Is<Buffer>(node)) {
-          return std::nullopt;
-        }
-        std::optional<BufferStore> store = As<BufferStore>(node);
-        if (store && store->buffer().same_as(output) && ++stores == 2) {
-          return ffi::VisitInterrupt();
-        }
-        return engine->DefaultVisitExpected(node).value();
-      });
+  ForEachNode(body, [&](const ObjectRef& node) {
+    std::optional<BufferStore> store = As<BufferStore>(node);
+    return !(store && store->buffer().same_as(output) && ++stores == 2);
+  });
   return stores;
 }
 
@@ -628,7 +611,7 @@ std::vector<bool> WrittenParams(const PrimFunc& prim_func) {
   // which needs no scopes: any buffer named in such a place counts, wherever it is.
   std::unordered_set<const Object*> written;
   bool unknown_address = false;  // an address of something we cannot tell: any may be written
-  auto note = [&](const ObjectRef& node) {
+  ForEachNode(prim_func.body(), [&](const ObjectRef& node) {
     if (std::optional<BufferStore> store = As<BufferStore>(node)) {
       written.insert(store->buffer().get());
     } else if (std::optional<MatchBufferRegion> match = As<MatchBufferRegion>(node)) {
@@ -649,17 +632,8 @@ std::vector<bool> WrittenParams(const PrimFunc& prim_func) {
       }
       unknown_address = unknown_address || !known;
     }
-  };
-  ffi::StructuralVisit(
-      prim_func.body(),
-      [&](const ObjectRef& node,
-          ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
-        if (!node.defined() || IsVar(node) || IsTypeNode(node) || Is<Buffer>(node)) {
-          return std::nullopt;
-        }
-        note(node);
-        return engine->DefaultVisitExpected(node).value();
-      });
+    return true;
+  });
   std::vector<bool> params;
   for (const ObjectRef& param : prim_func.params()) {
     params.push_back(unknown_address || !Is<Buffer>(param) || written.count(param.get()) > 0);
@@ -668,11 +642,12 @@ std::vector<bool> WrittenParams(const PrimFunc& prim_func) {
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
-  // The proof alone, for tests: (axis, [byte offset, or None when not sliced], computes) or the
-  // reason it fails.
+  // The walk before the proofs, for tests: false where no proof can succeed.
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.testing.may_be_concatenation",
       [](ObjectRef prim_func) { return MayBeConcatenation(PrimFunc(prim_func)); });
+  // The proof alone, for tests: (axis, [byte offset, or None when not sliced], computes) or the
+  // reason it fails.
   tvm::ffi::reflection::GlobalDef().def(
       "tvm_memplan.testing.analyze_concatenation", [](ObjectRef prim_func) -> Any {
         auto result = AnalyzeConcatenation(PrimFunc(prim_func));
