@@ -391,8 +391,8 @@ def test_the_docs_show_what_the_run_printed(ours):
     printed = ours["stderr"].splitlines()
     for line in shown:
         assert line in printed, line
-    assert "temporary buffer: 65536 bytes (batch_decode)" in block.splitlines()
-    assert "temporary buffer: 65536 bytes (batch_decode)" in ours["stdout"].splitlines()
+    assert "temporary buffer: 65536 bytes (batch_prefill)" in block.splitlines()
+    assert "temporary buffer: 65536 bytes (batch_prefill)" in ours["stdout"].splitlines()
 
 
 def test_a_tir_only_build_says_so(tmp_path):

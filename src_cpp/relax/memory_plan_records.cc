@@ -74,7 +74,9 @@ void MemoryPlanOptionsObj::RegisterReflection() {
               "block per rank for all functions instead of one per distinct size. For MLC-LLM "
               "(functions marked relax.memory_plan_dynamic_func_output), a storage keeps its "
               "size where the larger one would take its function's constant storages past the "
-              "largest function's: its temporary-buffer estimate never grows. Functions that call "
+              "largest function's: its temporary-buffer estimate never grows; there, the largest "
+              "storages are split in two (their bytes unchanged) where a function's results keep "
+              "its storage from their size. Functions that call "
               "or are called by another Relax function keep their sizes.");
 }
 
@@ -176,7 +178,12 @@ void StorageAllocationObj::RegisterReflection() {
               "rank (`pooled_with`) under the option pool_sizes; -1 when symbolic.")
       .def_ro("pooled_with", &StorageAllocationObj::pooled_with,
               "The function whose storage of the same rank sets `pooled_bytes`; \"\" when its "
-              "own bytes do.");
+              "own bytes do.")
+      .def_ro("split_for", &StorageAllocationObj::split_for,
+              "For MLC-LLM's engine: the function this storage and its function's largest were "
+              "split from one storage for, so that both functions ask the pooled allocator for "
+              "the same sizes (that function could not take the larger size: its results would "
+              "take it past the largest function's bytes); \"\" when not split.");
 }
 
 void FunctionMemoryPlanObj::RegisterReflection() {

@@ -264,6 +264,7 @@ class StorageAllocationObj : public ffi::Object {
   bool holds_result = false;
   int64_t pooled_bytes = -1;
   String pooled_with;
+  String split_for;
 
   static void RegisterReflection();
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("tvm_memplan.relax.StorageAllocation", StorageAllocationObj,

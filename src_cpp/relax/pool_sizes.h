@@ -55,6 +55,28 @@ struct PooledSize {
 };
 
 /*!
+ * \brief For MLC-LLM's engine, before PoolSizes: where a function cannot take the module's
+ *        largest storage size because its other constant storages (its results, which keep
+ *        their size) would take it past the largest function's bytes, every function whose
+ *        largest storage is above the size it can take has that storage split in two, the
+ *        function's bytes unchanged, so that both functions ask the pool for the same sizes:
+ *
+ * \code
+ *   function                       storages (bytes)          the pool holds, once all have run:
+ *   prefill                        229376                      not split: 229376 + 196608
+ *   prefill_to_last_hidden_states  196608, result 32768                   + 32768
+ *   after the split: prefill       196608 + 32768              split:     196608 + 32768
+ * \endcode
+ *
+ * All such storages are split or none is (one left whole would still hold the largest block);
+ * a split that the offset packer cannot place within the two sizes leaves the plans as they
+ * are. Each split storage names the function it was split for (StorageAllocation.split_for).
+ */
+void SplitLargestStorages(const ir::IRModule& mod, const std::vector<FunctionMemoryPlanPtr>& plans,
+                          const std::vector<PlannerChoice>& choices,
+                          const MemoryPlanOptionsObj& options);
+
+/*!
  * \brief Per plan, per storage, the size to allocate (option `pool_sizes`; without it, each
  *        storage's own bytes).
  */

@@ -221,7 +221,10 @@ TVM_FFI_STATIC_INIT_BLOCK() {
                        ChoosePlanners(guarded.mod, plans, *options.get(), /*run_stock=*/false);
                    RecordPlannerChoices(choices, &plans);
                    // 4. The sizes the storages are allocated with, one per rank across the
-                   //    module, so that TVM's pooled allocator reuses its blocks.
+                   //    module, so that TVM's pooled allocator reuses its blocks (for
+                   //    MLC-LLM's engine, the largest storages split where a function's results
+                   //    keep it from taking their size).
+                   SplitLargestStorages(guarded.mod, plans, choices, *options.get());
                    std::vector<std::vector<PooledSize>> sizes =
                        PoolSizes(guarded.mod, plans, choices, *options.get());
                    // 5. The chosen plans applied, each function checking its bounds on entry.
@@ -245,6 +248,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         std::vector<PlannerChoice> choices =
             ChoosePlanners(guarded.mod, plans, *options.get(), /*run_stock=*/true);
         RecordPlannerChoices(choices, &plans);
+        SplitLargestStorages(guarded.mod, plans, choices, *options.get());
         RecordPoolSizes(plans, PoolSizes(guarded.mod, plans, choices, *options.get()));
         return Records(plans);
       });

@@ -25,7 +25,7 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 from tvm.script import tirx as T
 
-from tvm_memplan.analysis import memory_plan, memory_plan_at
+from tvm_memplan.analysis import held_by_plan, memory_plan, memory_plan_at
 from tvm_memplan.testing import (
     assert_same_relax_results,
     compile_with_planner,
@@ -1190,27 +1190,130 @@ class TestKeepsSizesOfFunctionsThatCallEachOther(PlanCase):
         assert sizes == {"helper": [64], "main": [192]}
 
 
-class TestPoolSizingNeverRaisesTheLargestFunctionsBytes(RecordCase):
-    """`main`'s temporaries (128 bytes) would take `other`'s 256, but with `main`'s result
-    storage (128 bytes, which keeps its size: it outlives the call) that would make `main`
-    allocate 384 bytes, more than the largest function: `main` is marked for MLC-LLM's engine
-    (relax.memory_plan_dynamic_func_output), which reserves twice that figure (its
-    temporary-buffer estimate) ahead of the KV cache, so both keep their sizes."""
+@I.ir_module
+class Kernels4K:
+    """Kernels on 16 KiB tensors: sizes the pooled allocator's 4 KiB rounding keeps apart."""
 
-    before = relax_module(
-        Kernels,
-        main=TestAnOutputPlannedAtTheBoundIsChecked.before["main"],
-        other=TestBoundedSymbolicSizesTakeTheirUpperBound._before,
-    )
+    @T.prim_func(private=True)
+    def exp(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32")):
+        for i in range(4096):
+            B[i] = T.exp(A[i])
+
+    @T.prim_func(private=True)
+    def add_head(
+        A: T.Buffer((4096,), "float32"),
+        B: T.Buffer((4096,), "float32"),
+        C: T.Buffer((1024,), "float32"),
+    ):
+        for i in range(1024):
+            C[i] = A[i] + B[i]
+
+    @T.prim_func(private=True)
+    def widen(a: T.handle, b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (4096,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in range(n):
+            B[i] = A[i % 4096]
+
+
+EXP_4K, ADD_HEAD, WIDEN = (Kernels4K.get_global_var(n) for n in ("exp", "add_head", "widen"))
+
+
+@R.function
+def _prefill(x: R.Tensor((4096,), "float32")) -> R.Tensor((1024,), "float32"):
+    R.func_attr({"relax.force_pure": True, "relax.memory_plan_dynamic_func_output": True})
+    a = R.builtin.alloc_tensor(R.shape([4096]), R.dtype("float32"), 0, R.str("global"))
+    EXP_4K(x, a)
+    b = R.builtin.alloc_tensor(R.shape([4096]), R.dtype("float32"), 0, R.str("global"))
+    EXP_4K(a, b)
+    c = R.builtin.alloc_tensor(R.shape([1024]), R.dtype("float32"), 0, R.str("global"))
+    ADD_HEAD(a, b, c)
+    return c
+
+
+def _to_last(floats: int, planned: bool = False) -> relax.Function:
+    """A function that plans 16 KiB of temporaries and returns `floats` floats (`planned`: as
+    our planner plans it)."""
+
+    @R.function
+    def to_last(x: R.Tensor((4096,), "float32")) -> R.Tensor((floats,), "float32"):
+        R.func_attr({"relax.force_pure": True, "relax.memory_plan_dynamic_func_output": True})
+        a = R.builtin.alloc_tensor(R.shape([4096]), R.dtype("float32"), 0, R.str("global"))
+        EXP_4K(x, a)
+        b = R.builtin.alloc_tensor(R.shape([floats]), R.dtype("float32"), 0, R.str("global"))
+        WIDEN(a, b)
+        return b
+
+    @R.function
+    def to_last_planned(x: R.Tensor((4096,), "float32")) -> R.Tensor((floats,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([16384]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([4096]), R.dtype("float32"), 0)
+        EXP_4K(x, a)
+        b = R.builtin.alloc_tensor(R.shape([floats]), R.dtype("float32"), 0, R.str("global"))
+        WIDEN(a, b)
+        return b
+
+    return to_last_planned if planned else to_last
+
+
+class TestTheLargestStorageSplitsWhereAResultKeepsAFunctionFromItsSize(PlanCase):
+    """Under relax.memory_plan_dynamic_func_output, as MLC-LLM's prefill and
+    prefill_to_last_hidden_states are: `prefill` plans 32 KiB (`a` and `b`, live together) and
+    returns 4 KiB, the module's largest (36 KiB: the estimate MLC-LLM's engine reserves twice);
+    `to_last` plans 16 KiB and returns 20 KiB, so its storage cannot take `prefill`'s size (52
+    KiB). The pooled allocator reuses a block only for the same size, so both would be held:
+    `prefill`'s storage is split in two of 16 KiB (`a` moves to the second), and every function
+    plans the bytes it planned before."""
+
+    before = relax_module(Kernels4K, prefill=_prefill, to_last=_to_last(5120))
+
+    @R.function
+    def _prefill_split(x: R.Tensor((4096,), "float32")) -> R.Tensor((1024,), "float32"):
+        R.func_attr({"relax.force_pure": True})
+        storage = R.memory.alloc_storage(R.shape([16384]), 0, R.str("global"), R.dtype("uint8"))
+        moved = R.memory.alloc_storage(R.shape([16384]), 0, R.str("global"), R.dtype("uint8"))
+        a = R.memory.alloc_tensor(moved, 0, R.shape([4096]), R.dtype("float32"), 0)
+        EXP_4K(x, a)
+        b = R.memory.alloc_tensor(storage, 0, R.shape([4096]), R.dtype("float32"), 0)
+        EXP_4K(a, b)
+        c = R.builtin.alloc_tensor(R.shape([1024]), R.dtype("float32"), 0, R.str("global"))
+        ADD_HEAD(a, b, c)
+        return c
+
+    expected = relax_module(Kernels4K, prefill=_prefill_split, to_last=_to_last(5120, planned=True))
 
     def test_record(self):
-        plans = {p.function: p for p in memory_plan(self.before, pipeline=None)}
-        main = plans["main"].storages
-        assert [(s.bytes, s.pooled_bytes, bool(s.holds_result)) for s in main] == [
-            (128, 128, False),
-            (128, 128, True),
+        """Both halves name the function they were split for; no function's bytes change."""
+        plans = {p.function: p for p in self.plans()}
+        unsplit = memory_plan(self.before, pipeline=None, pool_sizes=False)
+        assert [(s.bytes, s.split_for) for s in plans["prefill"].storages] == [
+            (16384, "to_last"),
+            (16384, "to_last"),
         ]
-        assert [s.pooled_bytes for s in plans["other"].storages] == [256]
+        assert [(s.bytes, s.split_for) for s in plans["to_last"].storages] == [(16384, "")]
+        assert {f: p.planned_bytes for f, p in plans.items()} == {
+            p.function: p.planned_bytes for p in unsplit
+        }
+
+    def test_held(self):
+        """By the pool's rule: 56 KiB held, where whole storages hold 72 KiB."""
+        held = held_by_plan(self.transform(self.before)).held_bytes
+        whole = held_by_plan(StaticPlanBlockMemory(pool_sizes=False)(self.before)).held_bytes
+        assert (held, whole) == (57344, 73728)
+
+
+class TestNoStorageSplitsWhereTheHalvesCannotHoldItsTensors(PlanCase):
+    """As above, but `to_last` returns 12 KiB: it could take 24 KiB of temporaries at most, so
+    `prefill`'s storage would split into 24 and 8 KiB, and neither of its tensors (16 KiB each)
+    fits 8 KiB. Nothing splits, and neither function takes the other's size."""
+
+    before = relax_module(Kernels4K, prefill=_prefill, to_last=_to_last(3072))
+    expected = StaticPlanBlockMemory(pool_sizes=False)(before)
+
+    def test_record(self):
+        assert [s.split_for for p in self.plans() for s in p.storages] == ["", ""]
 
 
 def _pooled_vms(memory_cfg=None, count=1):
