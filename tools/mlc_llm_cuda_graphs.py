@@ -483,8 +483,18 @@ def optimization_flags():
     return flags.OptimizationFlags(cudagraph=True)
 
 
-def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
-    """MLC-LLM's compile of model `name`, with our build_func building stock, then ours."""
+def mlc_compile(
+    name: str,
+    quantization: str,
+    overrides: dict,
+    target: tvm.target.Target,
+    build_func: Callable[[tvm.IRModule, object, tvm.transform.Pass], None],
+    opt=None,
+) -> None:
+    """MLC-LLM's compile of model `name` for `target` (``interface.compile.compile``, as ``mlc_llm
+    compile`` runs it), which hands the exported module, its args and MLC-LLM's pipeline to
+    ``build_func`` (under MLC-LLM's PassContext); ``opt``: its OptimizationFlags (default: none
+    on). MLC-LLM's printing is left out."""
     source = MODELS[name]
     module = importlib.import_module(source.module)
     model_class = getattr(module, source.model_class)
@@ -499,7 +509,25 @@ def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
         getattr(module, source.config_class),
         mq.make_quantization_functions(model_class),
     )
-    opt = optimization_flags()
+    # mlc_llm compile reports the last build's figures after build_func returns; where that
+    # build failed before MLC-LLM's AttachMetadata it has none and raises (KeyError): the
+    # builds were measured by then.
+    with contextlib.suppress(KeyError), contextlib.redirect_stdout(io.StringIO()):
+        compile_py.compile(
+            config={**source.config, **overrides},
+            quantization=quantizations[quantization],
+            model_type=model_type,
+            target=target,
+            opt=flags.OptimizationFlags() if opt is None else opt,
+            build_func=build_func,
+            system_lib_prefix="",
+            output=Path("/dev/null"),
+            overrides=flags.ModelConfigOverride(),
+        )
+
+
+def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
+    """MLC-LLM's compile of model `name`, with our build_func building stock, then ours."""
     results: dict[str, Build] = {}
 
     def build_func(mod: tvm.IRModule, args, pipeline: tvm.transform.Pass) -> None:
@@ -515,21 +543,8 @@ def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
         if all(results[who].error is None for who in build_fns):
             _time_builds(results, build_fns, config, rounds=2)
 
-    # mlc_llm compile reports the last build's figures after build_func returns; where that
-    # build failed before MLC-LLM's AttachMetadata it has none and raises (KeyError): the
-    # builds were measured by then.
-    with contextlib.suppress(KeyError), contextlib.redirect_stdout(io.StringIO()):
-        compile_py.compile(
-            config={**source.config, **overrides},
-            quantization=quantizations[quantization],
-            model_type=model_type,
-            target=tvm.target.Target(TARGET, host="llvm"),
-            opt=opt,
-            build_func=build_func,
-            system_lib_prefix="",
-            output=Path("/dev/null"),
-            overrides=flags.ModelConfigOverride(),
-        )
+    target = tvm.target.Target(TARGET, host="llvm")
+    mlc_compile(name, quantization, overrides, target, build_func, optimization_flags())
     if set(results) != {"stock", "ours"}:
         raise RuntimeError(f"mlc_llm compile of {name} ended before both builds ran")
     stock, ours = results["stock"], results["ours"]
