@@ -18,6 +18,7 @@ from png import colors
 from tvm_memplan.cli import main
 from tvm_memplan.command_line import parse_budgets
 from tvm_memplan.report import build_report, render_html, run_report
+from tvm_memplan.report.model import SUMMARY_FIGURES
 from zoo import models
 
 TWO_FUNCTIONS = """
@@ -126,10 +127,11 @@ def test_the_summary_leads_the_page_with_both_builds(two_functions):
     report, html = two_functions
     page = Page(html)
     rows = {a["data-row"] for a, _ in page.find("tr") if "data-row" in a}
-    assert rows == {"weights", "vm", "workspace", "stack", "total", "all_allocations"}
+    assert rows == {key for key, _ in SUMMARY_FIGURES}
     for build in ("stock", "memplan"):
-        ((cell, _),) = page.find("td", data_figure=f"summary.{build}.total")
-        assert cell["data-value"] == str(getattr(report.summary, build).total)
+        for key in ("total", "held"):
+            ((cell, _),) = page.find("td", data_figure=f"summary.{build}.{key}")
+            assert cell["data-value"] == str(getattr(getattr(report.summary, build), key))
 
 
 def test_one_timeline_per_relax_function_with_both_plans(two_functions):

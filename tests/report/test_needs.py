@@ -17,7 +17,9 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 from tvm.script import tirx as T
 
+from tvm_memplan.analysis import held_by_records, pool_size
 from tvm_memplan.report import build_report, render_html, render_text, run_report
+from tvm_memplan.report.model import SUMMARY_FIGURES
 from tvm_memplan.report.needs import placement_of
 
 PARTS = ("weights", "vm", "workspace", "stack")
@@ -71,6 +73,17 @@ def test_the_vm_figure_is_the_plan_records(reports):
     (f,) = report.relax
     assert report.summary.memplan.vm == int(f.plan.applied_bytes)
     assert report.summary.stock.vm == int(f.stock_build.stock_bytes)
+
+
+def test_the_held_figure_is_the_pool_s_rule_on_each_build_s_plans(reports):
+    """What the pooled allocator holds, per build: the rule on our pass's plans in the memplan
+    build and on TVM's planner's in the stock build (one function: its planned bytes)."""
+    report = reports["conv_net"]
+    (f,) = report.relax
+    assert report.summary.memplan.held == held_by_records([f.plan], "memplan").held_bytes
+    assert report.summary.stock.held == held_by_records([f.stock_build], "stock").held_bytes
+    assert report.summary.memplan.held == pool_size(int(f.plan.applied_bytes))
+    assert all(fn.memplan.held is None for fn in report.summary.functions)
 
 
 def _initializer_bytes(model: onnx.ModelProto) -> int:
@@ -134,13 +147,7 @@ def test_the_same_figures_in_text_json_and_html(reports):
     text = render_text(report).splitlines()
     data = json.loads(json.dumps(report.to_json()))
     page = Page(render_html(report))
-    labels = {
-        "weights": "weights (parameters and constants)",
-        "vm": "VM, planned",
-        "workspace": "workspace peak (largest kernel)",
-        "stack": "stack peak (largest kernel)",
-        "total": "total",
-    }
+    labels = {key: label for key, label in SUMMARY_FIGURES if key != "all_allocations"}
     for key, label in labels.items():
         (line,) = [row for row in text if row.startswith(f"  {label}  ")]
         numbers = [int(cell) for cell in line[len(label) + 2 :].split() if cell.isdigit()]

@@ -33,6 +33,7 @@ __all__ = [
     "MLCKVCache",
     "PoolRecord",
     "held_by_plan",
+    "held_by_records",
     "held_by_sizes",
     "pool_size",
     "recorded_pool",
@@ -160,6 +161,31 @@ def held_by_plan(planned: tvm.IRModule, resident: tuple[str, ...] = ()) -> HeldB
     kept = {name: functions.pop(name) for name in resident if name in functions}
     held = held_by_sizes(functions, symbolic)
     return dataclasses.replace(held, resident_bytes=sum(sum(sizes) for sizes in kept.values()))
+
+
+def held_by_records(plans, build: str = "memplan") -> HeldByPlan:
+    """The rule on planner records (``analysis.memory_plan``'s FunctionMemoryPlans): ``build``
+    "memplan" takes what our pass allocates (each storage at its pool-sized ``pooled_bytes``,
+    or TVM's storages where the pass plans a function as TVM does), "stock" TVM's planner's
+    storages on the same IR; each with the tensors allocated on their own at a constant size.
+    Storages and tensors of symbolic size are left out (each call's size is a block of its
+    own: see held_by_plan's ``symbolic``)."""
+    if build not in ("memplan", "stock"):
+        raise ValueError(f'build is "memplan" or "stock", got {build!r}')
+    sizes = {}
+    for plan in plans:
+        ours = build == "memplan" and str(plan.planner) != "stock"
+        if ours:
+            blocks = [int(s.pooled_bytes) for s in plan.storages]
+        else:
+            blocks = [int(s.bytes) for s in plan.stock_storages]
+        # Tensors no storage holds (results) are blocks of their own where their size is fixed.
+        for tensor in plan.tensors:
+            storage = tensor.storage if ours else tensor.stock_storage
+            if int(storage) < 0 and isinstance(tensor.size, tvm.tirx.IntImm):
+                blocks.append(int(tensor.size))
+        sizes[str(plan.function)] = blocks
+    return held_by_sizes(sizes)
 
 
 def held_by_sizes(functions: dict[str, list[int]], symbolic: dict[str, int] | None = None):

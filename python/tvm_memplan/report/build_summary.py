@@ -48,9 +48,8 @@ class BuildSummary:
     planned: int | str | None = None
     stock_same_ir: int | str | None = None
     bound: int | str | None = None
-    #: What TVM's pooled allocator holds once every function has run (analysis.held_by_sizes:
-    #: per rounded size, the most blocks one function asks for; constant storages, ours at the
-    #: sizes pool sizing allocates), with our plan and with TVM's planner on the same IR.
+    #: What TVM's pooled allocator holds once every function has run
+    #: (analysis.held_by_records), with our plan and with TVM's planner on the same IR.
     held: int | None = None
     stock_held: int | None = None
     #: Calls our in-place runs made in place (None: none ran).
@@ -118,12 +117,8 @@ def summarize_build(
     summary.bound = needs.vm_peak([int(p.peak_live_bytes) for p in plans], calls_each_other)
     if plans and not calls_each_other and all(isinstance(v, int) for v in planned):
         summary.largest = str(plans[planned.index(max(planned))].function)
-    summary.held = analysis.held_by_sizes(
-        {str(p.function): [int(s.pooled_bytes) for s in p.storages] for p in plans}
-    ).held_bytes
-    summary.stock_held = analysis.held_by_sizes(
-        {str(p.function): [int(s.bytes) for s in p.stock_storages] for p in plans}
-    ).held_bytes
+    summary.held = analysis.held_by_records(plans, "memplan").held_bytes
+    summary.stock_held = analysis.held_by_records(plans, "stock").held_bytes
     for figure in ("planned", "stock_same_ir", "bound"):
         value = getattr(summary, figure)
         if value is not None and not isinstance(value, int):

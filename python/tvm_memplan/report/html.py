@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import jinja2
 
 from .format import bytes_text, human, ratio, shape
-from .model import RelaxFunction, Report
+from .model import SUMMARY_FIGURES, RelaxFunction, Report
 from .origins import Origin, describe
 from .views import (
     at_values,
@@ -389,6 +389,7 @@ def render_html(report: Report) -> str:
         .render(
             report=report,
             summary=report.summary,
+            summary_figures=SUMMARY_FIGURES,
             at_values=lambda nbytes, size: at_values(report, nbytes, size),
             timelines=timelines,
             groups=kernel_groups(report),

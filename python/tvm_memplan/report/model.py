@@ -72,6 +72,10 @@ class Needs:
     workspace: int | None = 0
     #: The most stack bytes one kernel takes, the same way.
     stack: int | None = 0
+    #: What TVM's pooled allocator (the VM's, and MLC-LLM's engine's) holds once every function
+    #: has run (analysis.held_by_records: per rounded size, the most blocks one function asks
+    #: for; allocations of constant size). The model's figure only (None per function).
+    held: int | None = None
     #: weights + vm + workspace + stack.
     total: int | None = 0
     #: Secondary: everything summed (weights, VM, and every kernel's workspace and stack), as
@@ -79,6 +83,18 @@ class Needs:
     all_allocations: int | None = 0
     #: Figures of symbolic size, as expressions of the shape variables (before evaluation).
     symbolic: dict[str, str] = field(default_factory=dict)
+
+
+#: The summary's rows, in order, as the text and the page show them: (Needs field, label).
+SUMMARY_FIGURES = (
+    ("weights", "weights (parameters and constants)"),
+    ("vm", "VM, planned"),
+    ("held", "VM, held by the pooled allocator"),
+    ("workspace", "workspace peak (largest kernel)"),
+    ("stack", "stack peak (largest kernel)"),
+    ("total", "total"),
+    ("all_allocations", "all allocations summed (not a peak)"),
+)
 
 
 @dataclass

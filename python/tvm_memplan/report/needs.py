@@ -494,7 +494,18 @@ def _module_needs(
         }
         everything = _total([weight_total, _total(vms), kernels.total(build, kernels.names)])
         totals[build] = _needs(parts, everything, values.kernels)
+        totals[build].held = _held(report, build)
     return totals
+
+
+def _held(report: Report, build: str) -> int | None:
+    """What the pooled allocator holds once every function of ``build`` has run: our plans
+    (pool-sized) in the memplan build, TVM's planner's in the stock build; None without Relax
+    functions or where a plan is missing (a failing pass)."""
+    records = [f.plan if build == "memplan" else f.stock_build for f in report.relax]
+    if not records or any(r is None for r in records):
+        return None
+    return analysis.held_by_records(records, build).held_bytes
 
 
 def _vm_without_inplace(none_plans: dict, values: _ShapeValues, calls_each_other: bool):

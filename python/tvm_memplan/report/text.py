@@ -4,7 +4,7 @@ first, each failing pass in its own rows."""
 from __future__ import annotations
 
 from .format import bytes_text, ratio, shape
-from .model import FitResult, Needs, Report, Solution, Summary
+from .model import SUMMARY_FIGURES, FitResult, Needs, Report, Solution, Summary
 from .origins import describe
 from .views import (
     at_values,
@@ -48,15 +48,6 @@ def _more(count: int, shown: int, what: str) -> list[str]:
     return [f"  ... {hidden} more {what} (--json and --html list them all)"] if hidden > 0 else []
 
 
-_FIGURES = (
-    ("weights", "weights (parameters and constants)"),
-    ("vm", "VM, planned"),
-    ("workspace", "workspace peak (largest kernel)"),
-    ("stack", "stack peak (largest kernel)"),
-    ("total", "total"),
-)
-
-
 def summary_lines(summary: Summary) -> list[str]:
     """Memory to run the model, stock build against memplan build."""
     lines = ["Memory to run the model: the stock TVM build and the memplan build"]
@@ -67,24 +58,18 @@ def summary_lines(summary: Summary) -> list[str]:
         )
         lines.append(f"  symbolic sizes evaluated at {values}")
     rows = []
-    for key, label in _FIGURES:
+    for key, label in SUMMARY_FIGURES:
         stock, ours = getattr(summary.stock, key), getattr(summary.memplan, key)
+        if key == "held" and stock is None and ours is None:
+            continue  # no Relax function: nothing is pooled
         rows.append(
             (
-                label,
+                f"  {label}" if key == "all_allocations" else label,
                 _figure(summary.stock, key),
                 _figure(summary.memplan, key),
                 ratio(ours, stock) if key != "weights" else "",
             )
         )
-    rows.append(
-        (
-            "  all allocations summed (not a peak)",
-            _figure(summary.stock, "all_allocations"),
-            _figure(summary.memplan, "all_allocations"),
-            ratio(summary.memplan.all_allocations, summary.stock.all_allocations),
-        )
-    )
     lines += table(("", "stock", "memplan", "memplan/stock"), rows)
     lines += [f"  {note}" for note in summary.notes]
     if summary.unknown_vars:
