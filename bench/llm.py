@@ -8,9 +8,9 @@ VM's pooled allocator, and the KV-cache tokens that leaves.
     the IR our planner receives, every symbolic size at its MLC-LLM bound (``seq_len`` <= prefill
     chunk, ``total_seq_len`` <= context window, ``batch_size`` <= max batch). Compile only.
 (b) Per model: MLC-LLM's "temporary buffer" estimate T (the largest function); what the pooled
-    allocator holds once every function has run (``analysis.held_by_sizes``: it rounds each
+    allocator holds once every function has run (``analysis.held_by_records``: it rounds each
     request up to 4096 bytes and reuses a block only for a request of that size, so it holds, per
-    size, the most blocks one function asks for; constant storages, ours at the sizes pool sizing
+    size, the most blocks one function asks for; allocations of constant size, ours at the sizes pool sizing
     allocates); and, at Llama-3-8B's shapes (f16 weights) on a 24 GiB GPU at MLC-LLM's default
     gpu_memory_utilization 0.85, the KV-cache tokens MLC-LLM's engine sizes from T
     (``analysis.MLCKVCache``).
@@ -39,7 +39,7 @@ import tvm
 
 import tvm_memplan
 from tvm_memplan import pass_names
-from tvm_memplan.analysis import held_by_sizes, memory_plan, recorded_pool
+from tvm_memplan.analysis import held_by_records, memory_plan, recorded_pool
 from tvm_memplan.instrument import capture
 from zoo import llm
 from zoo.llm import HELD, LLAMA3_8B, QWEN2_0_5B, SMALL, llm_module, mlc_llm_pipeline
@@ -79,10 +79,7 @@ def measure(name: str, config) -> tuple[list[tuple], tuple[int, int]]:
         if applied == 0 and stock_bytes <= 0:
             continue
         rows.append((name, function, stock_bytes, applied, bound))
-    held = (
-        held_by_sizes({f: [int(s.bytes) for s in p.stock_storages] for f, p in stock.items()}),
-        held_by_sizes({f: [int(s.pooled_bytes) for s in p.storages] for f, p in ours.items()}),
-    )
+    held = (held_by_records(stock.values(), "stock"), held_by_records(ours.values(), "memplan"))
     return rows, tuple(h.held_bytes for h in held)
 
 
