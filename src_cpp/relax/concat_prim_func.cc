@@ -24,16 +24,20 @@ bool ReadsBuffer(const ObjectRef& expr) {
   return !ForEachNode(expr, [](const ObjectRef& node) { return !Is<BufferLoad>(node); });
 }
 
-/*! \brief The stores into `output` in `body`, counted up to two: both proofs need exactly one
- *         (a reduction's init is a second), and this walk, without scopes or an analyzer, tells
- *         most kernels apart before either proof walks them. */
-int StoresInto(const ObjectRef& body, const Buffer& output) {
+/*! \brief The one store into `output` in `body`; nullopt when there is none or more than one.
+ *         Both proofs need exactly one (a reduction's init is a second), and this walk, without
+ *         scopes or an analyzer, tells most kernels apart before either proof walks them. */
+std::optional<BufferStore> OnlyStoreInto(const ObjectRef& body, const Buffer& output) {
+  std::optional<BufferStore> only;
   int stores = 0;
   ForEachNode(body, [&](const ObjectRef& node) {
     std::optional<BufferStore> store = As<BufferStore>(node);
-    return !(store && store->buffer().same_as(output) && ++stores == 2);
+    if (!store || !store->buffer().same_as(output)) return true;
+    only = store;
+    return ++stores < 2;
   });
-  return stores;
+  if (stores != 1) return std::nullopt;
+  return only;
 }
 
 /*! \brief The condition of `value` when it is an `if_then_else` whose condition reads no
@@ -581,8 +585,12 @@ class SlicedWriteCheck : public OutputCheck {
 
 bool MayBeConcatenation(const PrimFunc& prim_func) {
   Array<ObjectRef> params = prim_func.params();
-  return params.size() >= 2 && Is<Buffer>(params[params.size() - 1]) &&
-         StoresInto(prim_func.body(), Buffer(params[params.size() - 1])) == 1;
+  if (params.size() < 2 || !Is<Buffer>(params[params.size() - 1])) return false;
+  std::optional<BufferStore> store =
+      OnlyStoreInto(prim_func.body(), Buffer(params[params.size() - 1]));
+  // Both proofs select between inputs: without a selection at the top of the stored value, a
+  // leaf reads one input for every element of the output, which is no slice of it.
+  return store && AsSelection(store->value());
 }
 
 std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const PrimFunc& prim_func) {

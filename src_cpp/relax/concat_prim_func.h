@@ -74,7 +74,8 @@ struct ConcatLayout {
 };
 
 /*! \brief A condition every concatenation meets, checked in one plain walk before the proofs
- *         below: inputs, and exactly one store into the output (a reduction's init is a second).
+ *         below: inputs, and exactly one store into the output (a reduction's init is a second),
+ *         whose value is an `if_then_else` selecting by a condition that reads no buffer.
  *         False: AnalyzeConcatenation finds no layout. */
 bool MayBeConcatenation(const ir::PrimFunc& prim_func);
 

@@ -21,6 +21,7 @@ from tvm_memplan.analysis import memory_plan, planner_input
 from tvm_memplan.testing import assert_same_relax_results, relax_vm
 from tvm_memplan.testing.compare import CompareBeforeAfter, relax_module
 from tvm_memplan.transform import StaticPlanBlockMemory
+from zoo.models import ZOO
 
 analyze_concatenation = tvm_memplan.testing.analyze_concatenation
 
@@ -529,9 +530,11 @@ def test_an_input_copied_beside_a_computed_part_is_sliced(func, axis):
 
 
 def test_the_walk_before_the_proofs_keeps_every_concatenation():
-    """The planner asks the proofs only of kernels that store into their output once: every
-    kernel proven a concatenation passes that walk, and a reduction (whose init is a second
-    store) or a kernel writing another buffer does not reach the proofs."""
+    """The planner asks the proofs only of kernels that store into their output once a value
+    selected by `if_then_else`: every kernel proven a concatenation passes that walk (the zoo's
+    DenseNet, U-Net and GhostNet kernels among them), and a reduction (whose init is a second
+    store), a kernel writing another buffer or one storing a computed value does not reach the
+    proofs."""
     may_be = tvm_memplan.testing.may_be_concatenation
     kernels = [
         stencil,
@@ -544,10 +547,14 @@ def test_the_walk_before_the_proofs_keeps_every_concatenation():
     ]
     kernels += list(_prim_funcs(planner_input(DenseBlock)).values())
     kernels += list(_prim_funcs(planner_input(NormalizedConcat)).values())
+    for name in ("densenet", "unet", "ghostnet"):
+        mod, _ = ZOO[name]()
+        kernels += list(_prim_funcs(planner_input(mod)).values())
     for func in kernels:
         if not isinstance(analyze_concatenation(func), str):
             assert may_be(func)
     assert not may_be(add_bias_inplace)
+    assert not may_be(Kernels["exp"])  # its one store computes exp(A[...]): no selection
     reductions = [f for n, f in _prim_funcs(planner_input(NormalizedConcat)).items() if "sum" in n]
     assert reductions and not any(may_be(f) for f in reductions)
     assert any(may_be(f) for f in kernels) and any(
