@@ -24,22 +24,6 @@ bool ReadsBuffer(const ObjectRef& expr) {
   return !ForEachNode(expr, [](const ObjectRef& node) { return !Is<BufferLoad>(node); });
 }
 
-/*! \brief The one store into `output` in `body`; nullopt when there is none or more than one.
- *         Both proofs need exactly one (a reduction's init is a second), and this walk, without
- *         scopes or an analyzer, tells most kernels apart before either proof walks them. */
-std::optional<BufferStore> OnlyStoreInto(const ObjectRef& body, const Buffer& output) {
-  std::optional<BufferStore> only;
-  int stores = 0;
-  ForEachNode(body, [&](const ObjectRef& node) {
-    std::optional<BufferStore> store = As<BufferStore>(node);
-    if (!store || !store->buffer().same_as(output)) return true;
-    only = store;
-    return ++stores < 2;
-  });
-  if (stores != 1) return std::nullopt;
-  return only;
-}
-
 /*! \brief The condition of `value` when it is an `if_then_else` whose condition reads no
  *         buffer (a selection between its other two arguments). */
 std::optional<Call> AsSelection(const ObjectRef& value) {
@@ -583,14 +567,11 @@ class SlicedWriteCheck : public OutputCheck {
 
 }  // namespace
 
-bool MayBeConcatenation(const PrimFunc& prim_func) {
-  Array<ObjectRef> params = prim_func.params();
-  if (params.size() < 2 || !Is<Buffer>(params[params.size() - 1])) return false;
-  std::optional<BufferStore> store =
-      OnlyStoreInto(prim_func.body(), Buffer(params[params.size() - 1]));
+bool MayBeConcatenation(const PrimFunc& prim_func, const ParamWrites& writes) {
   // Both proofs select between inputs: without a selection at the top of the stored value, a
   // leaf reads one input for every element of the output, which is no slice of it.
-  return store && AsSelection(store->value());
+  return prim_func.params().size() >= 2 && writes.output_store &&
+         AsSelection(writes.output_store->value());
 }
 
 std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const PrimFunc& prim_func) {
@@ -614,14 +595,19 @@ std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const PrimFunc& pri
   return std::get<std::string>(pure) + "; " + std::get<std::string>(sliced);
 }
 
-std::vector<bool> WrittenParams(const PrimFunc& prim_func) {
-  // The buffers it stores to, takes the address of, matches or views; one walk over the nodes,
-  // which needs no scopes: any buffer named in such a place counts, wherever it is.
+ParamWrites WalkParamWrites(const PrimFunc& prim_func) {
+  Array<ObjectRef> params = prim_func.params();
+  const Object* output = !params.empty() && Is<Buffer>(params[params.size() - 1])
+                             ? params[params.size() - 1].get()
+                             : nullptr;
   std::unordered_set<const Object*> written;
   bool unknown_address = false;  // an address of something we cannot tell: any may be written
+  ParamWrites out;
+  int output_stores = 0;
   ForEachNode(prim_func.body(), [&](const ObjectRef& node) {
     if (std::optional<BufferStore> store = As<BufferStore>(node)) {
       written.insert(store->buffer().get());
+      if (store->buffer().get() == output && ++output_stores == 1) out.output_store = store;
     } else if (std::optional<MatchBufferRegion> match = As<MatchBufferRegion>(node)) {
       written.insert(match->source().buffer().get());
     } else if (std::optional<DeclBuffer> decl = As<DeclBuffer>(node)) {
@@ -642,18 +628,20 @@ std::vector<bool> WrittenParams(const PrimFunc& prim_func) {
     }
     return true;
   });
-  std::vector<bool> params;
-  for (const ObjectRef& param : prim_func.params()) {
-    params.push_back(unknown_address || !Is<Buffer>(param) || written.count(param.get()) > 0);
+  if (output_stores != 1) out.output_store = std::nullopt;
+  for (const ObjectRef& param : params) {
+    out.written.push_back(unknown_address || !Is<Buffer>(param) || written.count(param.get()) > 0);
   }
-  return params;
+  return out;
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
   // The walk before the proofs, for tests: false where no proof can succeed.
-  tvm::ffi::reflection::GlobalDef().def(
-      "tvm_memplan.testing.may_be_concatenation",
-      [](ObjectRef prim_func) { return MayBeConcatenation(PrimFunc(prim_func)); });
+  tvm::ffi::reflection::GlobalDef().def("tvm_memplan.testing.may_be_concatenation",
+                                        [](ObjectRef prim_func) {
+                                          PrimFunc func(prim_func);
+                                          return MayBeConcatenation(func, WalkParamWrites(func));
+                                        });
   // The proof alone, for tests: (axis, [byte offset, or None when not sliced], computes) or the
   // reason it fails.
   tvm::ffi::reflection::GlobalDef().def(

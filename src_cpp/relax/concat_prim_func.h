@@ -46,6 +46,7 @@
 #ifndef TVM_MEMPLAN_RELAX_CONCAT_PRIM_FUNC_H_
 #define TVM_MEMPLAN_RELAX_CONCAT_PRIM_FUNC_H_
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -73,19 +74,30 @@ struct ConcatLayout {
   bool Sliced(size_t input) const { return byte_offsets[input] != kNotSliced; }
 };
 
-/*! \brief A condition every concatenation meets, checked in one plain walk before the proofs
- *         below: inputs, and exactly one store into the output (a reduction's init is a second),
- *         whose value is an `if_then_else` selecting by a condition that reads no buffer.
- *         False: AnalyzeConcatenation finds no layout. */
-bool MayBeConcatenation(const ir::PrimFunc& prim_func);
+/*! \brief What one plain walk of a PrimFunc's body tells of its parameters. */
+struct ParamWrites {
+  /*! \brief Per parameter, whether the function may write it: it stores to the buffer, takes
+   *         its address or declares a view of it. */
+  std::vector<bool> written;
+  /*! \brief Its one store into its last parameter (the output, in destination-passing style);
+   *         nullopt when it stores there never or more than once (a reduction's init is a
+   *         second store). */
+  std::optional<ir::BufferStore> output_store;
+};
+
+/*! \brief The walk, without scopes or an analyzer: any buffer named where it is written counts,
+ *         wherever it is. */
+ParamWrites WalkParamWrites(const ir::PrimFunc& prim_func);
+
+/*! \brief A condition every concatenation meets, checked on `writes` (of `prim_func`) before the
+ *         proofs below: inputs, and exactly one store into the output, whose value is an
+ *         `if_then_else` selecting by a condition that reads no buffer. False:
+ *         AnalyzeConcatenation finds no layout. */
+bool MayBeConcatenation(const ir::PrimFunc& prim_func, const ParamWrites& writes);
 
 /*! \brief The layout of `prim_func`, or why it provably writes no input unchanged into a slice
  *         of its output. */
 std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const ir::PrimFunc& prim_func);
-
-/*! \brief Per parameter of `prim_func`, whether the function may write it: it stores to the
- *         buffer, takes its address or declares a view of it. */
-std::vector<bool> WrittenParams(const ir::PrimFunc& prim_func);
 
 }  // namespace relax
 }  // namespace tvm_memplan

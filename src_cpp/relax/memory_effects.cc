@@ -63,7 +63,9 @@ bool PrimFuncFacts::MovesDataOnly(const PrimFunc& prim_func) {
 
 const std::optional<ConcatLayout>& PrimFuncFacts::Concatenation(const PrimFunc& prim_func) {
   Facts& facts = Of(prim_func);
-  if (!facts.concatenation && !MayBeConcatenation(prim_func)) facts.concatenation.emplace();
+  if (!facts.concatenation && !MayBeConcatenation(prim_func, Writes(prim_func))) {
+    facts.concatenation.emplace();
+  }
   if (!facts.concatenation) {
     auto result = AnalyzeConcatenation(prim_func);
     const auto* layout = std::get_if<ConcatLayout>(&result);
@@ -73,9 +75,13 @@ const std::optional<ConcatLayout>& PrimFuncFacts::Concatenation(const PrimFunc& 
 }
 
 const std::vector<bool>& PrimFuncFacts::WrittenParams(const PrimFunc& prim_func) {
+  return Writes(prim_func).written;
+}
+
+const ParamWrites& PrimFuncFacts::Writes(const PrimFunc& prim_func) {
   Facts& facts = Of(prim_func);
-  if (!facts.written) facts.written = ::tvm_memplan::relax::WrittenParams(prim_func);
-  return *facts.written;
+  if (!facts.writes) facts.writes = WalkParamWrites(prim_func);
+  return *facts.writes;
 }
 
 PrimFuncFacts::Facts& PrimFuncFacts::Of(const PrimFunc& prim_func) {

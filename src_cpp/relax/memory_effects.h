@@ -150,8 +150,9 @@ class PrimFuncFacts {
   struct Facts {
     std::optional<bool> moves_data_only;
     std::optional<std::optional<ConcatLayout>> concatenation;
-    std::optional<std::vector<bool>> written;
+    std::optional<ParamWrites> writes;
   };
+  const ParamWrites& Writes(const ir::PrimFunc& prim_func);
   Facts& Of(const ir::PrimFunc& prim_func);
   std::unordered_map<const Object*, Facts> facts_;
   std::vector<ObjectRef> keep_alive_;  // the PrimFuncs keyed by address
