@@ -18,6 +18,7 @@ import contextlib
 import functools
 import threading
 
+import numpy as np
 import pytest
 import tvm
 from tvm import relax
@@ -25,7 +26,7 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 from tvm.script import tirx as T
 
-from tvm_memplan.analysis import held_by_plan, memory_plan, memory_plan_at
+from tvm_memplan.analysis import held_by_plan, memory_plan, memory_plan_at, recorded_pool
 from tvm_memplan.testing import (
     assert_same_relax_results,
     compile_with_planner,
@@ -1268,6 +1269,7 @@ class TestTheLargestStorageSplitsWhereAResultKeepsAFunctionFromItsSize(PlanCase)
     plans the bytes it planned before."""
 
     before = relax_module(Kernels4K, prefill=_prefill, to_last=_to_last(5120))
+    FUNCTIONS = ("prefill", "to_last")
 
     @R.function
     def _prefill_split(x: R.Tensor((4096,), "float32")) -> R.Tensor((1024,), "float32"):
@@ -1302,6 +1304,28 @@ class TestTheLargestStorageSplitsWhereAResultKeepsAFunctionFromItsSize(PlanCase)
         held = held_by_plan(self.transform(self.before)).held_bytes
         whole = held_by_plan(StaticPlanBlockMemory(pool_sizes=False)(self.before)).held_bytes
         assert (held, whole) == (57344, 73728)
+
+    def test_held_at_run_time(self):
+        """The real pooled allocator, the functions called in turn five times with fresh
+        inputs: 56 KiB of blocks against 72 KiB with whole storages, the results as before."""
+        reference = relax_vm(self.before, planner="none")
+        calls = [
+            (f, relax_inputs(self.before[f], seed=s)) for s in range(5) for f in self.FUNCTIONS
+        ]
+        expected = [run_relax(reference, f, inputs)[0] for f, inputs in calls]
+        held = {}
+        for name, planned in (
+            ("split", self.transform(self.before)),
+            ("whole", StaticPlanBlockMemory(pool_sizes=False)(self.before)),
+        ):
+            built = compile_with_planner(planned, planner="none")
+            with recorded_pool() as pool:
+                vm = relax.VirtualMachine(built, tvm.cpu())
+                results = [run_relax(vm, f, inputs)[0] for f, inputs in calls]
+            held[name] = pool.held_bytes
+            for got, want in zip(results, expected, strict=True):
+                np.testing.assert_array_equal(got[0], want[0])
+        assert held == {"split": 57344, "whole": 73728}
 
 
 class TestNoStorageSplitsWhereTheHalvesCannotHoldItsTensors(PlanCase):
