@@ -88,7 +88,7 @@ class PlanAnalysis {
       allocations_.emplace_back(*step.binding, *call, index, value.roots[0]);
     } else if (effect.kind == MemoryEffect::Kind::kUse ||
                effect.kind == MemoryEffect::Kind::kOpaque) {
-      NameWriter(*call);
+      NameWriter(*call, step.uses);
     }
     flow_.Define(step.binding->var().ref(), std::move(value));
   }
@@ -118,12 +118,13 @@ class PlanAnalysis {
     }
   }
 
-  /*! \brief The callee's name becomes the `op` of the allocations it is first passed. */
-  void NameWriter(const Call& call) {
+  /*! \brief The callee's name becomes the `op` of the allocations it is first passed (`uses`:
+   *         the variables the call reads, its step's). */
+  void NameWriter(const Call& call, const std::vector<const Object*>& uses) {
     std::string name = call.op_name();
     if (name.empty() && IsGlobalVar(call.op())) name = GlobalVarName(call.op());
     if (name.empty()) name = ir::relax::ExternFuncSymbol(call.op()).value_or("");
-    for (const Object* var : UsedVars(call.ref())) {
+    for (const Object* var : uses) {
       const Value* value = flow_.Find(var);
       if (value == nullptr) continue;
       for (RootId root : value->roots) {
