@@ -526,6 +526,16 @@ def mlc_compile(
         )
 
 
+def stock_and_ours(mod: tvm.IRModule, target, pipeline: tvm.transform.Pass) -> dict:
+    """The two builds of the module MLC-LLM hands its build_func: "stock" (its pipeline as it
+    is) and "ours" (the pipeline through tvm_memplan.relax_pipeline, our TIR pipeline)."""
+    ours = tvm_memplan.relax_pipeline(pipeline)
+    return {
+        "stock": lambda: tvm.compile(mod, target, relax_pipeline=pipeline),
+        "ours": lambda: tvm.compile(mod, target, relax_pipeline=ours, tir_pipeline="memplan"),
+    }
+
+
 def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
     """MLC-LLM's compile of model `name`, with our build_func building stock, then ours."""
     results: dict[str, Build] = {}
@@ -533,11 +543,7 @@ def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
     def build_func(mod: tvm.IRModule, args, pipeline: tvm.transform.Pass) -> None:
         config = dict(tvm.transform.PassContext.current().config)  # MLC-LLM's pass config
         target = args.target
-        ours = tvm_memplan.relax_pipeline(pipeline)
-        build_fns = {
-            "stock": lambda: tvm.compile(mod, target, relax_pipeline=pipeline),
-            "ours": lambda: tvm.compile(mod, target, relax_pipeline=ours, tir_pipeline="memplan"),
-        }
+        build_fns = stock_and_ours(mod, target, pipeline)
         for who, build_fn in build_fns.items():
             results[who] = _measure(build_fn, config, target)
         if all(results[who].error is None for who in build_fns):

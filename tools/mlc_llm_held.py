@@ -55,7 +55,6 @@ import numpy as np
 import tvm
 from tvm import relax
 
-import tvm_memplan
 from tvm_memplan import analysis
 from tvm_memplan.analysis.held_memory import recorded_pool
 from tvm_memplan.instrument import trace
@@ -168,13 +167,7 @@ def compile_model(name: str, quantization: str, overrides: dict) -> tuple[dict, 
 
     def build_func(mod: tvm.IRModule, args, pipeline: tvm.transform.Pass) -> None:
         config = dict(tvm.transform.PassContext.current().config)  # MLC-LLM's pass config
-        target = args.target
-        ours = tvm_memplan.relax_pipeline(pipeline)
-        build_fns = {
-            "stock": lambda: tvm.compile(mod, target, relax_pipeline=pipeline),
-            "ours": lambda: tvm.compile(mod, target, relax_pipeline=ours, tir_pipeline="memplan"),
-        }
-        for who, build_fn in build_fns.items():
+        for who, build_fn in mlc.stock_and_ours(mod, args.target, pipeline).items():
             builds[who] = _build(build_fn, config)
         params.append(mod["embed"].params[-1].ty)
 
