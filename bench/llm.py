@@ -10,10 +10,10 @@ VM's pooled allocator, and the KV-cache tokens that leaves.
 (b) Per model: MLC-LLM's "temporary buffer" estimate T (the largest function); what the pooled
     allocator holds once every function has run (``analysis.held_by_records``: it rounds each
     request up to 4096 bytes and reuses a block only for a request of that size, so it holds, per
-    size, the most blocks one function asks for; allocations of constant size, ours at the sizes pool sizing
-    allocates); and, at Llama-3-8B's shapes (f16 weights) on a 24 GiB GPU at MLC-LLM's default
-    gpu_memory_utilization 0.85, the KV-cache tokens MLC-LLM's engine sizes from T
-    (``analysis.MLCKVCache``).
+    size, the most blocks one function asks for; allocations of constant size, ours at the sizes
+    pool sizing allocates); and, at Llama-3-8B's shapes (f16 weights) on a 24 GiB GPU at
+    MLC-LLM's default gpu_memory_utilization 0.85, the KV-cache tokens MLC-LLM's engine sizes
+    from T (``analysis.MLCKVCache``).
 (c) At run time (the HELD model, llvm): the bytes the real pooled allocator holds
     (``analysis.recorded_pool``) after a prefill, decodes, a batch prefill and batch decodes,
     then after prefills of four more lengths and batch prefills and decodes of every batch size
