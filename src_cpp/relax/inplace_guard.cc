@@ -122,8 +122,12 @@ GuardedModule GuardInplaceWrites(const IRModule& mod) {
   for (const auto& [gv, base_func] : mod.functions()) {
     if (!Is<Function>(base_func)) continue;
     Function func(base_func);
-    std::vector<RevertedInplaceWrite> writes = FindUnsafeWrites(func, mod, &facts);
-    if (writes.empty()) continue;
+    auto steps = std::make_shared<const std::vector<Step>>(FlattenFunction(func));
+    std::vector<RevertedInplaceWrite> writes = FindUnsafeWrites(func, *steps, mod, &facts);
+    if (writes.empty()) {
+      guarded.steps[func.get()] = std::move(steps);
+      continue;
+    }
     std::string name = GlobalVarName(gv);
     updated.Set(gv, WriteReverter(name, writes)(func).ref());
     Array<ObjectRef>& records = guarded.reverted[name];

@@ -40,9 +40,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "ir/relax.h"
 #include "relax/memory_effects.h"
+#include "relax/program_points.h"
 
 namespace tvm_memplan {
 namespace relax {
@@ -56,6 +59,9 @@ struct GuardedModule {
   /*! \brief What the guard learnt of the module's PrimFuncs (which the guard leaves as they
    *         are), for the analyses that read the same module after it. */
   std::shared_ptr<PrimFuncFacts> prim_funcs = std::make_shared<PrimFuncFacts>();
+  /*! \brief The program points (FlattenFunction) of each Relax function the guard left as it
+   *         was, by function: the planner's analysis reads them instead of flattening again. */
+  std::unordered_map<const Object*, std::shared_ptr<const std::vector<Step>>> steps;
 };
 
 /*! \brief `mod` (Relax after CallTIRRewrite) with every unsafe in-place write of its Relax

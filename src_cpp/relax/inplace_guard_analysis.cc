@@ -27,12 +27,13 @@ namespace {
 /*! \brief The unsafe in-place writes of one function, in program order. */
 class WriteAnalysis {
  public:
-  WriteAnalysis(const Function& func, const IRModule& mod, PrimFuncFacts* facts)
+  WriteAnalysis(const Function& func, const std::vector<Step>& steps, const IRModule& mod,
+                PrimFuncFacts* facts)
       : func_(func),
         facts_(facts),
         classifier_(mod.ref(), nullptr, facts,
                     MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
-        steps_(FlattenFunction(func)),
+        steps_(steps),
         flow_(steps_) {}
 
   std::vector<RevertedInplaceWrite> Run() {
@@ -250,7 +251,7 @@ class WriteAnalysis {
   const Function& func_;
   PrimFuncFacts* facts_;
   MemoryEffects classifier_;
-  std::vector<Step> steps_;
+  const std::vector<Step>& steps_;
   StorageFlow flow_;
   /*! \brief Variable -> the step binding it (-1: a parameter). */
   std::unordered_map<const Object*, int64_t> defined_at_;
@@ -262,9 +263,10 @@ class WriteAnalysis {
 
 }  // namespace
 
-std::vector<RevertedInplaceWrite> FindUnsafeWrites(const Function& func, const IRModule& mod,
-                                                   PrimFuncFacts* facts) {
-  return WriteAnalysis(func, mod, facts).Run();
+std::vector<RevertedInplaceWrite> FindUnsafeWrites(const Function& func,
+                                                   const std::vector<Step>& steps,
+                                                   const IRModule& mod, PrimFuncFacts* facts) {
+  return WriteAnalysis(func, steps, mod, facts).Run();
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -276,7 +278,8 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         for (const auto& [gv, func] : mod.functions()) {
           if (!Is<Function>(func)) continue;
           Array<ObjectRef> records;
-          for (RevertedInplaceWrite& write : FindUnsafeWrites(Function(func), mod, &facts)) {
+          std::vector<Step> steps = FlattenFunction(Function(func));
+          for (RevertedInplaceWrite& write : FindUnsafeWrites(Function(func), steps, mod, &facts)) {
             records.push_back(ObjectRef(write));
           }
           if (!records.empty()) out.Set(GlobalVarName(gv), records);

@@ -22,13 +22,15 @@
 #include "ir/relax.h"
 #include "relax/memory_effects.h"
 #include "relax/memory_plan_records.h"
+#include "relax/program_points.h"
 
 namespace tvm_memplan {
 namespace relax {
 
 /*! \brief The in-place writes of `func` (a Relax function of `mod`, after CallTIRRewrite) to
- *         revert, in program order. */
+ *         revert, in program order; `steps` are its program points (FlattenFunction). */
 std::vector<RevertedInplaceWrite> FindUnsafeWrites(const ir::relax::Function& func,
+                                                   const std::vector<Step>& steps,
                                                    const ir::IRModule& mod, PrimFuncFacts* facts);
 
 }  // namespace relax

@@ -30,9 +30,11 @@ namespace {
 
 class PlanAnalysis {
  public:
+  /*! \brief `steps`: the function's program points when the guard has them (nullptr: they
+   *         are flattened here). */
   PlanAnalysis(const ObjectRef& gv, const Function& func, const IRModule& mod,
                const MemoryPlanOptionsObj& options, const target::PlanningDevices& devices,
-               PrimFuncFacts* prim_funcs)
+               PrimFuncFacts* prim_funcs, std::shared_ptr<const std::vector<Step>> steps)
       : gv_(gv),
         func_(func),
         functions_(mod.functions()),
@@ -41,7 +43,9 @@ class PlanAnalysis {
         prim_funcs_(prim_funcs),
         classifier_(mod.ref(), nullptr, prim_funcs,
                     MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
-        steps_(FlattenFunction(func)),
+        own_steps_(steps ? std::move(steps)
+                         : std::make_shared<const std::vector<Step>>(FlattenFunction(func))),
+        steps_(*own_steps_),
         flow_(steps_) {}
 
   FunctionMemoryPlanPtr Run(bool model_ours) {
@@ -438,7 +442,8 @@ class PlanAnalysis {
   const target::PlanningDevices& devices_;
   PrimFuncFacts* prim_funcs_;
   MemoryEffects classifier_;
-  std::vector<Step> steps_;
+  std::shared_ptr<const std::vector<Step>> own_steps_;
+  const std::vector<Step>& steps_;
   /*! \brief Per step, what its call does to memory (steps binding no call: none). */
   std::vector<std::optional<MemoryEffect>> effects_;
   StorageFlow flow_;
@@ -476,8 +481,11 @@ std::vector<FunctionMemoryPlanPtr> AnalyzeMemoryPlans(const GuardedModule& guard
   std::vector<FunctionMemoryPlanPtr> plans;
   for (const auto& [name, gv] : functions) {
     Function func(mod.functions().at(gv));
+    auto steps = guarded.steps.find(func.get());
     FunctionMemoryPlanPtr plan =
-        PlanAnalysis(gv, func, mod, options, devices, &prim_funcs).Run(model_ours);
+        PlanAnalysis(gv, func, mod, options, devices, &prim_funcs,
+                     steps != guarded.steps.end() ? steps->second : nullptr)
+            .Run(model_ours);
     auto reverted = guarded.reverted.find(name);
     if (reverted != guarded.reverted.end()) plan->reverted_writes = reverted->second;
     plans.push_back(std::move(plan));
