@@ -710,8 +710,9 @@ def _print_regions(r: ModelResult, function: str) -> None:
             print(f"{'':<8} {'':<4} {who} graph {i}: {' '.join(region)}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_checkout_arguments(parser: argparse.ArgumentParser, quantization: str) -> None:
+    """The arguments both MLC-LLM tools take: the checkout, the models, the quantization (its
+    default given) and config entries."""
     parser.add_argument(
         "source",
         nargs="?",
@@ -724,8 +725,75 @@ def main() -> int:
         help=f"comma-separated, of {', '.join(MODELS)} (default {','.join(DEFAULT_MODELS)})",
     )
     parser.add_argument(
-        "--quantization", default="q4f16_1", help="an MLC-LLM quantization (default q4f16_1)"
+        "--quantization",
+        default=quantization,
+        help=f"an MLC-LLM quantization (default {quantization})",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config entry for every model (e.g. prefill_chunk_size=2048), a number",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkout:
+    """The checked command line of an MLC-LLM tool, with MLC-LLM importable."""
+
+    source: Path
+    models: list[str]
+    quantization: str
+    overrides: dict
+    stubs: list[Stub]
+
+
+def open_checkout(
+    parser: argparse.ArgumentParser,
+    args,
+    target,
+    unstub: set[str] = frozenset(),
+    settings: Callable[[], str] | None = None,
+) -> Checkout:
+    """Check the arguments of add_checkout_arguments (a one-line error and exit status 2 on bad
+    input), apply the stubs so that MLC-LLM imports, and print what the run uses: the checkout,
+    TVM, ``target``, the quantization, ``settings()`` (read once MLC-LLM imports), the config
+    and the stubs."""
+    source = Path(args.source)
+    if not (source / "mlc_llm" / "compiler_pass" / "pipeline.py").is_file():
+        parser.exit(2, f"error: {source} is not MLC-LLM's python folder (no mlc_llm/ in it)\n")
+    names = [n for n in args.models.split(",") if n]
+    unknown = sorted(set(names) - set(MODELS))
+    if unknown:
+        parser.exit(2, f"error: unknown model {', '.join(unknown)} (known: {', '.join(MODELS)})\n")
+    overrides = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        try:
+            overrides[key] = float(value) if "." in value else int(value)
+        except ValueError:
+            parser.exit(2, f"error: --set {item}: expected KEY=NUMBER\n")
+    applied = stubs(source, set(unstub))
+    for stub in applied:  # in order: the packages first, then what imports through them
+        stub.apply()
+    quantizations = importlib.import_module("mlc_llm.quantization").QUANTIZATION
+    if args.quantization not in quantizations:
+        parser.exit(2, f"error: unknown quantization {args.quantization}\n")
+    print(f"MLC-LLM from {source}; TVM {tvm.__version__}; target {target}")
+    sizes = {k: v for k, v in {**_COMMON, **overrides}.items() if k != "rms_norm_eps"}
+    extra = f"; {settings()}" if settings else ""
+    print(f"quantization {args.quantization}{extra}; config {sizes}")
+    print("stubs, the same for stock and ours:")
+    for stub in applied:
+        print(f"  {stub.name}: {stub.why}")
+    print()
+    return Checkout(source, names, args.quantization, overrides, applied)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_checkout_arguments(parser, "q4f16_1")
     parser.add_argument("--functions", action="store_true", help="per-function lines too")
     parser.add_argument(
         "--plans",
@@ -736,13 +804,6 @@ def main() -> int:
         "--kernels", action="store_true", help="per function, the kernels of each graph too"
     )
     parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a config entry for every model (e.g. prefill_chunk_size=2048), a number",
-    )
-    parser.add_argument(
         "--unstub",
         action="append",
         default=[],
@@ -750,36 +811,10 @@ def main() -> int:
         help="run this MLC-LLM pass as it is (it fails on TVM 0.27)",
     )
     args = parser.parse_args()
-    source = Path(args.source)
-    if not (source / "mlc_llm" / "compiler_pass" / "pipeline.py").is_file():
-        parser.exit(2, f"error: {source} is not MLC-LLM's python folder (no mlc_llm/ in it)\n")
-    names = [n for n in args.models.split(",") if n]
-    unknown = sorted(set(names) - set(MODELS))
-    if unknown:
-        parser.exit(2, f"error: unknown model {', '.join(unknown)} (known: {', '.join(MODELS)})\n")
-
-    overrides = {}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        try:
-            overrides[key] = float(value) if "." in value else int(value)
-        except ValueError:
-            parser.exit(2, f"error: --set {item}: expected KEY=NUMBER\n")
-
-    applied = stubs(source, set(args.unstub))
-    for stub in applied:  # in order: the packages first, then what imports through them
-        stub.apply()
-    quantizations = importlib.import_module("mlc_llm.quantization").QUANTIZATION
-    if args.quantization not in quantizations:
-        parser.exit(2, f"error: unknown quantization {args.quantization}\n")
-
-    print(f"MLC-LLM from {source}; TVM {tvm.__version__}; target {TARGET}")
-    sizes = {k: v for k, v in {**_COMMON, **overrides}.items() if k not in ("rms_norm_eps",)}
-    print(f"quantization {args.quantization}; --opt {optimization_flags()}; config {sizes}")
-    print("stubs, the same for stock and ours:")
-    for stub in applied:
-        print(f"  {stub.name}: {stub.why}")
-    print()
+    checkout = open_checkout(
+        parser, args, TARGET, set(args.unstub), lambda: f"--opt {optimization_flags()}"
+    )
+    names, overrides = checkout.models, checkout.overrides
     results = [compile_model(name, args.quantization, overrides) for name in names]
     print_table(results, args.functions, args.kernels)
     if args.plans:

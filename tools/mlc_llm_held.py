@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import sys
 from collections import Counter
@@ -63,6 +62,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the repository's workloads (zoo/), as bench/_zoo.py finds them
     sys.path.insert(0, str(ROOT))
 
+from bench._table import print_header  # noqa: E402
 from zoo import llm  # noqa: E402
 
 TARGET = {"kind": "llvm", "opt-level": 0}
@@ -300,8 +300,7 @@ def print_table(results: list[ModelResult]) -> None:
         f"{'model':<8} {'held after base':>17} {'held after varied':>17} {'ratio':>6} "
         f"{'grew':>7} {'held by rule':>17} {'temp buffer T':>17} {'results':>7}  holds"
     )
-    print(header)
-    print("-" * len(header))
+    rule = print_header(header)
     for r in results:
         s, o = r.stock, r.ours
         held_s, held_o = Build.held(s.varied), Build.held(o.varied)
@@ -312,7 +311,7 @@ def print_table(results: list[ModelResult]) -> None:
             f"{_pair(s.rule_bytes, o.rule_bytes):>17} {_pair(s.temp_bytes, o.temp_bytes):>17} "
             f"{r.results or '-':>7}  {'yes' if r.holds else 'NO'}"
         )
-    print("-" * len(header))
+    print(rule)
     print(
         "pairs are stock/ours, bytes. held: what TVM's pooled allocator holds for one VM "
         "(analysis.recorded_pool: its distinct blocks, rounded to 4096 B) after the base day "
@@ -344,59 +343,10 @@ def print_table(results: list[ModelResult]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "source",
-        nargs="?",
-        default=mlc.DEFAULT_SOURCE,
-        help=f"MLC-LLM's python folder (holding mlc_llm/); default {mlc.DEFAULT_SOURCE}",
-    )
-    parser.add_argument(
-        "--models",
-        default=",".join(mlc.DEFAULT_MODELS),
-        help=f"comma-separated, of {', '.join(mlc.MODELS)} (default "
-        f"{','.join(mlc.DEFAULT_MODELS)})",
-    )
-    parser.add_argument(
-        "--quantization", default="q0f32", help="an MLC-LLM quantization (default q0f32)"
-    )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a config entry for every model (e.g. prefill_chunk_size=256), a number",
-    )
+    mlc.add_checkout_arguments(parser, "q0f32")
     args = parser.parse_args()
-    source = Path(args.source)
-    if not (source / "mlc_llm" / "compiler_pass" / "pipeline.py").is_file():
-        parser.exit(2, f"error: {source} is not MLC-LLM's python folder (no mlc_llm/ in it)\n")
-    names = [n for n in args.models.split(",") if n]
-    unknown = sorted(set(names) - set(mlc.MODELS))
-    if unknown:
-        known = ", ".join(mlc.MODELS)
-        parser.exit(2, f"error: unknown model {', '.join(unknown)} (known: {known})\n")
-    overrides = {}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        try:
-            overrides[key] = float(value) if "." in value else int(value)
-        except ValueError:
-            parser.exit(2, f"error: --set {item}: expected KEY=NUMBER\n")
-
-    applied = mlc.stubs(source, set())
-    for stub in applied:  # in order: the packages first, then what imports through them
-        stub.apply()
-    quantizations = importlib.import_module("mlc_llm.quantization").QUANTIZATION
-    if args.quantization not in quantizations:
-        parser.exit(2, f"error: unknown quantization {args.quantization}\n")
-
-    print(f"MLC-LLM from {source}; TVM {tvm.__version__}; target {TARGET}")
-    sizes = {k: v for k, v in {**mlc._COMMON, **overrides}.items() if k != "rms_norm_eps"}
-    print(f"quantization {args.quantization}; config {sizes}")
-    print("stubs, the same for stock and ours:")
-    for stub in applied:
-        print(f"  {stub.name}: {stub.why}")
-    print()
+    checkout = mlc.open_checkout(parser, args, TARGET)
+    names, overrides = checkout.models, checkout.overrides
     results = [measure(name, args.quantization, overrides) for name in names]
     print_table(results)
     holds = all(r.holds for r in results)
