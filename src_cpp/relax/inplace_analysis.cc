@@ -100,7 +100,7 @@ class Analysis {
   void Visit(int64_t index) {
     const Step& step = steps_[index];
     if (step.kind == Step::Kind::kIfResult) {
-      flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
+      flow_.Define(step.var, flow_.StepValue(index, nullptr));
       return;
     }
     // Conditions and results only read: the flow records their uses.

@@ -123,9 +123,10 @@ GuardedModule GuardInplaceWrites(const IRModule& mod) {
     if (!Is<Function>(base_func)) continue;
     Function func(base_func);
     auto steps = std::make_shared<const std::vector<Step>>(FlattenFunction(func));
-    std::vector<RevertedInplaceWrite> writes = FindUnsafeWrites(func, *steps, mod, &facts);
+    std::shared_ptr<const FunctionFlow> flow;
+    std::vector<RevertedInplaceWrite> writes = FindUnsafeWrites(func, steps, mod, &facts, &flow);
     if (writes.empty()) {
-      guarded.steps[func.get()] = std::move(steps);
+      guarded.left[func.get()] = GuardedFunction{std::move(steps), std::move(flow)};
       continue;
     }
     std::string name = GlobalVarName(gv);

@@ -46,11 +46,19 @@
 #include "ir/relax.h"
 #include "relax/memory_effects.h"
 #include "relax/program_points.h"
+#include "relax/storage_flow.h"
 
 namespace tvm_memplan {
 namespace relax {
 
 /*! \brief A module with its unsafe in-place writes reverted, and the records saying which. */
+/*! \brief A function the guard left as it was: its program points (FlattenFunction), and the
+ *         flow of storage through them where the guard needed it (else null). */
+struct GuardedFunction {
+  std::shared_ptr<const std::vector<Step>> steps;
+  std::shared_ptr<const FunctionFlow> flow;
+};
+
 struct GuardedModule {
   ir::IRModule mod;
   /*! \brief Function name -> its RevertedInplaceWrite records (relax/memory_plan_records.h),
@@ -59,9 +67,9 @@ struct GuardedModule {
   /*! \brief What the guard learnt of the module's PrimFuncs (which the guard leaves as they
    *         are), for the analyses that read the same module after it. */
   std::shared_ptr<PrimFuncFacts> prim_funcs = std::make_shared<PrimFuncFacts>();
-  /*! \brief The program points (FlattenFunction) of each Relax function the guard left as it
-   *         was, by function: the planner's analysis reads them instead of flattening again. */
-  std::unordered_map<const Object*, std::shared_ptr<const std::vector<Step>>> steps;
+  /*! \brief What the guard followed of each Relax function it left as it was, by function:
+   *         the planner's analysis reads it instead of following it again. */
+  std::unordered_map<const Object*, GuardedFunction> left;
 };
 
 /*! \brief `mod` (Relax after CallTIRRewrite) with every unsafe in-place write of its Relax

@@ -27,26 +27,27 @@ namespace {
 /*! \brief The unsafe in-place writes of one function, in program order. */
 class WriteAnalysis {
  public:
-  WriteAnalysis(const Function& func, const std::vector<Step>& steps, const IRModule& mod,
-                PrimFuncFacts* facts)
+  WriteAnalysis(const Function& func, std::shared_ptr<const std::vector<Step>> steps,
+                const IRModule& mod, PrimFuncFacts* facts)
       : func_(func),
         facts_(facts),
         classifier_(mod.ref(), nullptr, facts,
                     MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
-        steps_(steps),
-        flow_(steps_) {}
+        own_steps_(std::move(steps)),
+        steps_(*own_steps_) {}
 
   std::vector<RevertedInplaceWrite> Run() {
     if (OnlyFreshDestinations()) return {};
-    for (const ObjectRef& param : func_.params()) {
-      flow_.Define(param, Value{{flow_.NewRoot(RootKind::kParam, "a parameter", -1)}, nullptr});
-      defined_at_[param.get()] = -1;
-    }
+    flow_ = FollowStorage(func_, own_steps_, &classifier_);
+    for (const ObjectRef& param : func_.params()) defined_at_[param.get()] = -1;
     for (size_t i = 0; i < steps_.size(); ++i) Define(static_cast<int64_t>(i));
     std::vector<RevertedInplaceWrite> writes;
     for (size_t i = 0; i < steps_.size(); ++i) Check(static_cast<int64_t>(i), &writes);
     return writes;
   }
+
+  /*! \brief The flow Run followed, or null where it did not need it. */
+  std::shared_ptr<const FunctionFlow> flow() const { return flow_; }
 
  private:
   /*!
@@ -63,7 +64,7 @@ class WriteAnalysis {
       std::optional<Call> call = As<Call>(step.expr);
       if (!call) continue;
       if (call->IsOp(schema::op::BuiltinAllocTensor)) {
-        written_once.emplace(step.binding->var().get(), false);
+        written_once.emplace(step.var.get(), false);
         continue;
       }
       // What Define and Check take as written: the effect's arguments and the callee's.
@@ -89,29 +90,28 @@ class WriteAnalysis {
     return true;
   }
 
+  /*! \brief Where step `index` defines its variable, and which roots its call writes. */
   void Define(int64_t index) {
     const Step& step = steps_[index];
     if (step.kind != Step::Kind::kBinding && step.kind != Step::Kind::kIfResult) return;
-    std::optional<Call> call = As<Call>(step.expr);
-    Var var = step.binding->var();
-    defined_at_[var.get()] = index;
-    if (step.kind == Step::Kind::kIfResult || !call) {
-      flow_.Define(var.ref(), flow_.StepValue(index, nullptr));
-      return;
-    }
-    MemoryEffect effect = classifier_.Classify(*call);
-    Array<ObjectRef> args = call->args();
-    for (size_t i : WrittenArguments(*call, effect, classifier_, facts_)) {
-      const Value* value = IsVar(args[i]) ? flow_.Find(args[i].get()) : nullptr;
+    defined_at_[step.var.get()] = index;
+    const std::optional<MemoryEffect>& effect = flow_->effects[index];
+    if (!effect) return;
+    Call call(step.expr);
+    Array<ObjectRef> args = call.args();
+    for (size_t i : WrittenArguments(call, *effect, classifier_, facts_)) {
+      const Value* value = IsVar(args[i]) ? values().Find(args[i].get()) : nullptr;
       if (value == nullptr) continue;
       for (RootId root : value->roots) writes_[root].push_back(index);
     }
-    Value value = flow_.StepValue(index, &effect);
-    if (effect.allocator == MemoryEffect::Allocator::kAllocStorage) {
-      planned_.insert(value.roots.begin(), value.roots.end());
+    if (effect->allocator == MemoryEffect::Allocator::kAllocStorage) {
+      const Value* value = values().Find(step.var.get());
+      planned_.insert(value->roots.begin(), value->roots.end());
     }
-    flow_.Define(var.ref(), std::move(value));
   }
+
+  StorageFlow& values() { return flow_->values; }
+  const StorageFlow& values() const { return flow_->values; }
 
   void Check(int64_t index, std::vector<RevertedInplaceWrite>* writes) {
     const Step& step = steps_[index];
@@ -124,7 +124,7 @@ class WriteAnalysis {
     Array<ObjectRef> args = call->args();
     for (size_t i = 0; i < args.size() && i < written.size(); ++i) {
       if (!written[i] || !Is<TensorType>(TypeOf(args[i]))) continue;
-      Value value = flow_.Eval(args[i], index, "the call of " + GlobalVarName(call->op()));
+      Value value = values().Eval(args[i], index, "the call of " + GlobalVarName(call->op()));
       for (RootId root : value.roots) {
         std::optional<RevertedInplaceWrite> write = Judge(index, *call, i, root);
         if (write) {
@@ -138,7 +138,7 @@ class WriteAnalysis {
   /*! \brief Whether writing `root` (through argument `arg` of `call` at `index`) is unsafe. */
   std::optional<RevertedInplaceWrite> Judge(int64_t index, const Call& call, size_t arg,
                                             RootId root) {
-    const Root& r = flow_.root(root);
+    const Root& r = values().root(root);
     // A parameter passed itself is the caller's tensor, written as the program says; storage
     // of unknown origin, or a destination nothing wrote yet, holds no value of this function's.
     const ObjectRef& written = call.args()[arg];
@@ -222,7 +222,7 @@ class WriteAnalysis {
       for (const Object* var : step.uses) {
         auto defined = defined_at_.find(var);
         if (defined == defined_at_.end() || defined->second >= index) continue;
-        const Value* value = flow_.Find(var);
+        const Value* value = values().Find(var);
         if (value == nullptr || !Intersects(value->roots, {root})) continue;
         std::string name = Quoted(Var(ffi::GetRef<ObjectRef>(var)).name());
         if (step.kind == Step::Kind::kReturn) return name + " returns";
@@ -251,8 +251,9 @@ class WriteAnalysis {
   const Function& func_;
   PrimFuncFacts* facts_;
   MemoryEffects classifier_;
+  std::shared_ptr<const std::vector<Step>> own_steps_;
   const std::vector<Step>& steps_;
-  StorageFlow flow_;
+  std::shared_ptr<FunctionFlow> flow_;
   /*! \brief Variable -> the step binding it (-1: a parameter). */
   std::unordered_map<const Object*, int64_t> defined_at_;
   /*! \brief Storages allocated by `R.memory.alloc_storage` (a plan already applied). */
@@ -264,9 +265,13 @@ class WriteAnalysis {
 }  // namespace
 
 std::vector<RevertedInplaceWrite> FindUnsafeWrites(const Function& func,
-                                                   const std::vector<Step>& steps,
-                                                   const IRModule& mod, PrimFuncFacts* facts) {
-  return WriteAnalysis(func, steps, mod, facts).Run();
+                                                   std::shared_ptr<const std::vector<Step>> steps,
+                                                   const IRModule& mod, PrimFuncFacts* facts,
+                                                   std::shared_ptr<const FunctionFlow>* flow) {
+  WriteAnalysis analysis(func, std::move(steps), mod, facts);
+  std::vector<RevertedInplaceWrite> writes = analysis.Run();
+  if (flow) *flow = analysis.flow();
+  return writes;
 }
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -278,7 +283,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
         for (const auto& [gv, func] : mod.functions()) {
           if (!Is<Function>(func)) continue;
           Array<ObjectRef> records;
-          std::vector<Step> steps = FlattenFunction(Function(func));
+          auto steps = std::make_shared<const std::vector<Step>>(FlattenFunction(Function(func)));
           for (RevertedInplaceWrite& write : FindUnsafeWrites(Function(func), steps, mod, &facts)) {
             records.push_back(ObjectRef(write));
           }

@@ -17,21 +17,26 @@
 #ifndef TVM_MEMPLAN_RELAX_INPLACE_GUARD_ANALYSIS_H_
 #define TVM_MEMPLAN_RELAX_INPLACE_GUARD_ANALYSIS_H_
 
+#include <memory>
 #include <vector>
 
 #include "ir/relax.h"
 #include "relax/memory_effects.h"
 #include "relax/memory_plan_records.h"
 #include "relax/program_points.h"
+#include "relax/storage_flow.h"
 
 namespace tvm_memplan {
 namespace relax {
 
 /*! \brief The in-place writes of `func` (a Relax function of `mod`, after CallTIRRewrite) to
- *         revert, in program order; `steps` are its program points (FlattenFunction). */
-std::vector<RevertedInplaceWrite> FindUnsafeWrites(const ir::relax::Function& func,
-                                                   const std::vector<Step>& steps,
-                                                   const ir::IRModule& mod, PrimFuncFacts* facts);
+ *         revert, in program order; `steps` are its program points (FlattenFunction). Where
+ *         `flow` is given, it receives the flow of storage the analysis followed (null where
+ *         the one walk over the bindings sufficed). */
+std::vector<RevertedInplaceWrite> FindUnsafeWrites(
+    const ir::relax::Function& func, std::shared_ptr<const std::vector<Step>> steps,
+    const ir::IRModule& mod, PrimFuncFacts* facts,
+    std::shared_ptr<const FunctionFlow>* flow = nullptr);
 
 }  // namespace relax
 }  // namespace tvm_memplan

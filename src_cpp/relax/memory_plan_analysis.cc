@@ -30,11 +30,11 @@ namespace {
 
 class PlanAnalysis {
  public:
-  /*! \brief `steps`: the function's program points when the guard has them (nullptr: they
-   *         are flattened here). */
+  /*! \brief `guarded`: what the guard followed of the function where it left it as it was
+   *         (else null: the program points are flattened and the flow followed here). */
   PlanAnalysis(const ObjectRef& gv, const Function& func, const IRModule& mod,
                const MemoryPlanOptionsObj& options, const target::PlanningDevices& devices,
-               PrimFuncFacts* prim_funcs, std::shared_ptr<const std::vector<Step>> steps)
+               PrimFuncFacts* prim_funcs, const GuardedFunction* guarded)
       : gv_(gv),
         func_(func),
         functions_(mod.functions()),
@@ -43,16 +43,14 @@ class PlanAnalysis {
         prim_funcs_(prim_funcs),
         classifier_(mod.ref(), nullptr, prim_funcs,
                     MemoryEffectPolicy{/*packed_functions_keep_arguments=*/false}),
-        own_steps_(steps ? std::move(steps)
-                         : std::make_shared<const std::vector<Step>>(FlattenFunction(func))),
-        steps_(*own_steps_),
-        flow_(steps_) {}
+        followed_(Follow(func, guarded, &classifier_)),
+        steps_(*followed_->steps),
+        effects_(followed_->effects),
+        flow_(followed_->values) {}
 
   FunctionMemoryPlanPtr Run(bool model_ours) {
-    // Step 1: values and allocations, in program order.
-    for (const ObjectRef& param : func_.params()) {
-      flow_.Define(param, Value{{flow_.NewRoot(RootKind::kParam, "a parameter", -1)}, nullptr});
-    }
+    // Step 1: the flow of storage (followed by the guard, or here), then the allocations and
+    // writes in program order.
     for (size_t i = 0; i < steps_.size(); ++i) Visit(static_cast<int64_t>(i));
     // Step 2: sizes (bounded ones at their bound); step 3: lifetimes, and what is not planned.
     BindBounds();
@@ -75,26 +73,30 @@ class PlanAnalysis {
  private:
   // ---- step 1 -------------------------------------------------------------------------------
 
+  /*! \brief The guard's flow of the function, or one followed here. */
+  static std::shared_ptr<const FunctionFlow> Follow(const Function& func,
+                                                    const GuardedFunction* guarded,
+                                                    MemoryEffects* classifier) {
+    if (guarded && guarded->flow) return guarded->flow;
+    auto steps =
+        guarded ? guarded->steps : std::make_shared<const std::vector<Step>>(FlattenFunction(func));
+    return FollowStorage(func, std::move(steps), classifier);
+  }
+
   void Visit(int64_t index) {
     const Step& step = steps_[index];
-    effects_.emplace_back();
-    if (step.kind != Step::Kind::kBinding && step.kind != Step::Kind::kIfResult) return;
-    std::optional<Call> call = As<Call>(step.expr);
-    if (step.kind == Step::Kind::kIfResult || !call) {
-      flow_.Define(step.binding->var().ref(), flow_.StepValue(index, nullptr));
-      return;
-    }
-    const MemoryEffect& effect = *(effects_.back() = classifier_.Classify(*call));
-    RecordWrites(index, *call, effect);
-    Value value = flow_.StepValue(index, &effect);
-    if (effect.allocator == MemoryEffect::Allocator::kAllocTensor && value.roots.size() == 1) {
+    const std::optional<MemoryEffect>& effect = effects_[index];
+    if (!effect) return;
+    Call call(step.expr);
+    RecordWrites(index, call, *effect);
+    const Value& value = *flow_.Find(step.var.get());
+    if (effect->allocator == MemoryEffect::Allocator::kAllocTensor && value.roots.size() == 1) {
       root_allocation_[value.roots[0]] = allocations_.size();
-      allocations_.emplace_back(*step.binding, *call, index, value.roots[0]);
-    } else if (effect.kind == MemoryEffect::Kind::kUse ||
-               effect.kind == MemoryEffect::Kind::kOpaque) {
-      NameWriter(*call, step.uses);
+      allocations_.emplace_back(*step.binding, call, index, value.roots[0]);
+    } else if (effect->kind == MemoryEffect::Kind::kUse ||
+               effect->kind == MemoryEffect::Kind::kOpaque) {
+      NameWriter(call, step.uses);
     }
-    flow_.Define(step.binding->var().ref(), std::move(value));
   }
 
   /*!
@@ -423,16 +425,79 @@ class PlanAnalysis {
    *        with `model_ours`, also ours as the same model predicts it.
    */
   void ModelPlanners(FunctionMemoryPlanObj* r, bool model_ours) const {
-    MemoryPlanModel model(PlanSteps(steps_, effects_, PlanBlocks::kPerBindingBlock));
-    std::optional<int64_t> modelled = model.TotalBytes({});
-    r->stock_model_bytes = modelled.value_or(-1);
+    std::vector<ObjectRef> size_classes;
+    MemoryPlanModel model(
+        PlanSteps(steps_, effects_, PlanBlocks::kPerBindingBlock),
+        [&](const TensorType& type) { return StockTokenSize(type, &size_classes); });
+    std::optional<Any> plan_outputs =
+        FuncAttr(func_.ref(), schema::attr::MemoryPlanDynamicFuncOutput);
+    std::optional<StockPlanFigures> modelled =
+        model.StockPlan({}, plan_outputs && plan_outputs->cast<bool>());
+    r->stock_model_bytes = modelled ? modelled->bytes : -1;
+    r->stock_model_symbolic_allocations = modelled ? modelled->symbolic : -1;
     if (model_ours)
       r->memplan_model_bytes = model.MemplanBytes({}, options_.alignment).value_or(-1);
     if (!modelled) return;
-    r->stock_bytes = *modelled;
-    r->stock_size = IntConst(kInt64, *modelled);
-    r->stock_symbolic_allocations = 0;
+    r->stock_bytes = modelled->bytes;
+    r->stock_size = Analyzer().Simplify(modelled->size);
+    r->stock_symbolic_allocations = modelled->symbolic;
     r->stock_source = stock_source::kModel;
+  }
+
+  /*!
+   * \brief The storage token TVM's planner gives a tensor of `type`: each dimension at its
+   *        constant bound under the bound variables, else at its bound as an expression, else
+   *        itself; a symbolic size in the class of the first provably equal one in `classes`.
+   */
+  std::optional<TokenSize> StockTokenSize(const TensorType& type,
+                                          std::vector<ObjectRef>* classes) const {
+    std::optional<Array<ObjectRef>> shape = type.shape();
+    std::optional<DLDataType> dtype = type.dtype();
+    if (!shape || !dtype) return std::nullopt;
+    TokenSize size;
+    if (std::optional<int64_t> bytes = AllocatedBytes(*shape, {}, *dtype)) {
+      size.bytes = size.static_bytes = *bytes;
+      return size;
+    }
+    std::optional<ObjectRef> own_size = AllocatedBytesExpr(*shape, {}, *dtype);
+    if (!own_size) return std::nullopt;
+    size.own_size = *own_size;
+    Array<ObjectRef> bounded;
+    for (const ObjectRef& extent : *shape) {
+      int64_t max = analyzer_.ConstBound(extent).second;
+      if (max != std::numeric_limits<int64_t>::max()) {
+        bounded.push_back(IntConst(kInt64, max));
+        continue;
+      }
+      std::vector<std::pair<ObjectRef, Interval>> relaxed;
+      for (const Object* var : VarsOf(extent)) {
+        auto found = bounds_.find(var);
+        if (found == bounds_.end()) continue;
+        const BoundCheck& bound = found->second;
+        relaxed.push_back({bound.var, Interval{IntConst(bound.var, bound.lower.value_or(0)),
+                                               IntConst(bound.var, bound.upper)}});
+      }
+      std::optional<ObjectRef> at_bound =
+          relaxed.empty() ? extent : analyzer_.Relax(extent, relaxed).max;
+      bounded.push_back(at_bound.value_or(extent));
+    }
+    std::optional<ObjectRef> bytes = AllocatedBytesExpr(bounded, {}, *dtype);
+    if (!bytes) return std::nullopt;
+    size.size = analyzer_.Simplify(*bytes);
+    if (std::optional<int64_t> constant = AsConstInt(size.size)) {
+      size.bytes = *constant;
+      size.size = ObjectRef();
+      return size;
+    }
+    for (size_t c = 0; c < classes->size(); ++c) {
+      if (analyzer_.CanProveEqual(size.size, (*classes)[c])) {
+        size.size_class = static_cast<int>(c);
+        return size;
+      }
+    }
+    size.size_class = static_cast<int>(classes->size());
+    classes->push_back(size.size);
+    return size;
   }
 
   ObjectRef gv_;
@@ -442,11 +507,11 @@ class PlanAnalysis {
   const target::PlanningDevices& devices_;
   PrimFuncFacts* prim_funcs_;
   MemoryEffects classifier_;
-  std::shared_ptr<const std::vector<Step>> own_steps_;
+  std::shared_ptr<const FunctionFlow> followed_;
   const std::vector<Step>& steps_;
   /*! \brief Per step, what its call does to memory (steps binding no call: none). */
-  std::vector<std::optional<MemoryEffect>> effects_;
-  StorageFlow flow_;
+  const std::vector<std::optional<MemoryEffect>>& effects_;
+  const StorageFlow& flow_;
   Analyzer analyzer_;
   std::unordered_set<const Object*> signature_vars_;
   std::vector<TensorAllocation> allocations_;
@@ -481,11 +546,10 @@ std::vector<FunctionMemoryPlanPtr> AnalyzeMemoryPlans(const GuardedModule& guard
   std::vector<FunctionMemoryPlanPtr> plans;
   for (const auto& [name, gv] : functions) {
     Function func(mod.functions().at(gv));
-    auto steps = guarded.steps.find(func.get());
-    FunctionMemoryPlanPtr plan =
-        PlanAnalysis(gv, func, mod, options, devices, &prim_funcs,
-                     steps != guarded.steps.end() ? steps->second : nullptr)
-            .Run(model_ours);
+    auto left = guarded.left.find(func.get());
+    FunctionMemoryPlanPtr plan = PlanAnalysis(gv, func, mod, options, devices, &prim_funcs,
+                                              left != guarded.left.end() ? &left->second : nullptr)
+                                     .Run(model_ours);
     auto reverted = guarded.reverted.find(name);
     if (reverted != guarded.reverted.end()) plan->reverted_writes = reverted->second;
     plans.push_back(std::move(plan));

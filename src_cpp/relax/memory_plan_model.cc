@@ -41,8 +41,8 @@ PlanStep CallStep(const Step& step, const Call& call, const MemoryEffect& effect
   plan.reads = step.uses;
   Planned planned = effect.planned;
   if (planned == Planned::kCopy) {
-    bool rewritten = step.dataflow && ir::relax::IsDataflowVar(step.binding->var().ref()) &&
-                     effect.planned_source >= 0;
+    bool rewritten =
+        step.dataflow && ir::relax::IsDataflowVar(step.var) && effect.planned_source >= 0;
     if (!rewritten) planned = Planned::kAllocates;
   }
   switch (planned) {
@@ -94,7 +94,7 @@ std::vector<PlanStep> PlanSteps(const std::vector<Step>& steps,
     plan.block = blocks == PlanBlocks::kPerSeqExpr ? step.block : step.binding_block;
     switch (step.kind) {
       case Step::Kind::kBinding: {
-        plan.var = step.binding->var().get();
+        plan.var = step.var.get();
         std::optional<Call> call = As<Call>(step.expr);
         out.push_back(call && effects[i] ? CallStep(step, *call, *effects[i], std::move(plan))
                                          : NonCallStep(step, std::move(plan)));
@@ -104,7 +104,7 @@ std::vector<PlanStep> PlanSteps(const std::vector<Step>& steps,
         // Either branch result: their storage, which the stock planner gave up on at the
         // branch results already.
         plan.kind = PlanStep::Kind::kJoin;
-        plan.var = step.binding->var().get();
+        plan.var = step.var.get();
         plan.value = step.true_result;
         plan.alternative = step.false_result;
         break;
@@ -164,7 +164,12 @@ using PoolKey = std::tuple<std::string, uint8_t, uint8_t, uint16_t>;
 
 /*! \brief A storage token of the planner's input: one `builtin.alloc_tensor`. */
 struct MemoryPlanModel::Token {
+  /*! \brief TokenSize::bytes (its static bytes where every token's shape is static). */
   int64_t bytes;
+  int size_class;
+  ObjectRef size;
+  int64_t static_bytes;
+  ObjectRef own_size;
   /*! \brief The pool (scope and dtype) it is reused from. */
   int pool;
   int block;
@@ -193,7 +198,18 @@ struct MemoryPlanModel::Event {
   bool escapes = false;
 };
 
-MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
+namespace {
+
+/*! \brief The default sizer: static shapes alone. */
+std::optional<TokenSize> StaticTokenSize(const ir::relax::TensorType& tensor) {
+  std::optional<int64_t> bytes = tensor.static_bytes();
+  if (!bytes) return std::nullopt;
+  return TokenSize{*bytes, -1, ObjectRef(), *bytes, ObjectRef()};
+}
+
+}  // namespace
+
+MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps, const TokenSizer& sizer) {
   std::unordered_map<const Object*, TokenTree> env;
   std::map<PoolKey, int> pools;
   auto lookup = [&](const Object* var) {
@@ -217,8 +233,9 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
     }
     return {};  // constants, shapes: no storage the planner manages
   };
-  // New tokens for a result of `type`. A symbolic size leaves the byte figures unknown
-  // (valid_), not which storage each value holds.
+  // New tokens for a result of `type`. A symbolic size leaves the static figures unknown
+  // (valid_), a size the sizer cannot tell every figure (sized_), not which storage each value
+  // holds.
   std::function<void(const ObjectRef&, const PlanStep&, TokenTree*)> make_tokens =
       [&](const ObjectRef& type, const PlanStep& step, TokenTree* tree) {
         if (std::optional<ir::relax::TupleType> tuple = As<ir::relax::TupleType>(type)) {
@@ -232,13 +249,18 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps) {
         }
         std::optional<ir::relax::TensorType> tensor = As<ir::relax::TensorType>(type);
         if (!tensor) return;  // not a tensor: nothing allocated
-        std::optional<int64_t> bytes = tensor->static_bytes();
-        if (!bytes) valid_ = false;
+        std::optional<TokenSize> size = sizer ? sizer(*tensor) : StaticTokenSize(*tensor);
+        if (!size) {
+          sized_ = false;
+          size = TokenSize{0, -1, ObjectRef(), 0, ObjectRef()};
+        }
+        if (size->static_bytes < 0) valid_ = false;
         DLDataType dtype = tensor->dtype().value_or(DLDataType{kDLOpaqueHandle, 0, 0});
         PoolKey key{step.scope, dtype.code, dtype.bits, dtype.lanes};
         int pool = pools.emplace(key, static_cast<int>(pools.size())).first->second;
-        tokens_.push_back(
-            Token{bytes.value_or(0), pool, step.block, static_cast<int>(events_.size())});
+        tokens_.push_back(Token{size->bytes, size->size_class, size->size, size->static_bytes,
+                                size->own_size, pool, step.block,
+                                static_cast<int>(events_.size())});
         tree->tokens = {static_cast<int>(tokens_.size() - 1)};
       };
   auto leaves = [](const TokenTree& tree, std::vector<int>* out) {
@@ -333,6 +355,17 @@ MemoryPlanModel::Representatives MemoryPlanModel::Represent(
 
 std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_place) const {
   if (!valid_) return std::nullopt;
+  return Plan(in_place, /*plan_dynamic_output=*/false, /*with_size=*/false).bytes;
+}
+
+std::optional<StockPlanFigures> MemoryPlanModel::StockPlan(const std::vector<bool>& in_place,
+                                                           bool plan_dynamic_output) const {
+  if (!sized_) return std::nullopt;
+  return Plan(in_place, plan_dynamic_output, /*with_size=*/true);
+}
+
+StockPlanFigures MemoryPlanModel::Plan(const std::vector<bool>& in_place, bool plan_dynamic_output,
+                                       bool with_size) const {
   size_t n = tokens_.size();
   Representatives reps = Represent(in_place);
 
@@ -362,21 +395,36 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
     }
   }
 
-  // Stage 2: greedy reuse in program order.
+  // Stage 2: greedy reuse in program order. A storage of symbolic size is reused only for a
+  // token of its size class, the earliest freed first.
   struct Storage {
     int64_t bytes;
+    int size_class;
+    ObjectRef size;
     int refs;
   };
   std::vector<Storage> storages;
   std::vector<int> storage_of(n, -1);
   std::vector<std::multimap<int64_t, int>> pools(num_pools_);
-  int64_t unplanned = 0;
+  std::vector<std::multimap<int, int>> symbolic_pools(num_pools_);
+  StockPlanFigures figures;
+  std::vector<ObjectRef> sizes;  // with_size: each allocation's
+  auto add_size = [&](int64_t bytes, const ObjectRef& size) {
+    if (with_size) sizes.push_back(bytes >= 0 ? IntConst(kInt64, bytes) : size);
+  };
   auto allocate = [&](int t) {
     std::multimap<int64_t, int>& pool = pools[tokens_[t].pool];
     int64_t bytes = tokens_[t].bytes;
     int storage = -1;
     // A tensor nothing reads gets storage of its own, never released (as in TVM).
-    if (refs[t] > 0) {
+    if (refs[t] > 0 && bytes < 0) {
+      std::multimap<int, int>& symbolic = symbolic_pools[tokens_[t].pool];
+      auto found = symbolic.lower_bound(tokens_[t].size_class);
+      if (found != symbolic.end() && found->first == tokens_[t].size_class) {
+        storage = found->second;
+        symbolic.erase(found);
+      }
+    } else if (refs[t] > 0) {
       auto begin = pool.lower_bound(bytes / kMatchRange);
       auto mid = pool.lower_bound(bytes);
       auto end = pool.upper_bound(bytes * kMatchRange);
@@ -391,7 +439,7 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
       }
     }
     if (storage < 0) {
-      storages.push_back(Storage{bytes, 0});
+      storages.push_back(Storage{bytes, tokens_[t].size_class, tokens_[t].size, 0});
       storage = static_cast<int>(storages.size() - 1);
     }
     storages[storage].refs = refs[t];
@@ -400,8 +448,25 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
   auto use = [&](int t) {
     if (!planned[t] || storage_of[t] < 0) return;
     Storage& storage = storages[storage_of[t]];
-    if (--storage.refs == 0) {
+    if (--storage.refs > 0) return;
+    if (storage.bytes >= 0) {
       pools[tokens_[t].pool].emplace(storage.bytes, storage_of[t]);
+    } else {
+      symbolic_pools[tokens_[t].pool].emplace(storage.size_class, storage_of[t]);
+    }
+  };
+  // A tensor left unplanned is allocated at its shape, or (planning dynamic outputs) at its
+  // bounds where its shape is symbolic.
+  auto leave_unplanned = [&](const Token& token) {
+    if (token.static_bytes >= 0) {
+      figures.bytes += token.static_bytes;
+      add_size(token.static_bytes, token.own_size);
+    } else if (plan_dynamic_output && token.bytes >= 0) {
+      figures.bytes += token.bytes;
+      add_size(token.bytes, token.size);
+    } else {
+      ++figures.symbolic;
+      add_size(-1, plan_dynamic_output ? token.size : token.own_size);
     }
   };
   for (const Event& e : events_) {
@@ -412,7 +477,7 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
         if (planned[t]) {
           allocate(t);
         } else {
-          unplanned += tokens_[t].bytes;
+          leave_unplanned(tokens_[t]);
         }
       }
     }
@@ -421,9 +486,19 @@ std::optional<int64_t> MemoryPlanModel::TotalBytes(const std::vector<bool>& in_p
       for (int t : e.outputs) use(t);
     }
   }
-  int64_t total = unplanned;
-  for (const Storage& storage : storages) total += storage.bytes;
-  return total;
+  for (const Storage& storage : storages) {
+    if (storage.bytes >= 0) {
+      figures.bytes += storage.bytes;
+    } else {
+      ++figures.symbolic;
+    }
+    add_size(storage.bytes, storage.size);
+  }
+  if (with_size) {
+    figures.size = IntConst(kInt64, 0);
+    for (const ObjectRef& size : sizes) figures.size = Add(figures.size, size);
+  }
+  return figures;
 }
 
 MemoryPlanModel::MemplanItems MemoryPlanModel::MemplanInput(

@@ -117,12 +117,48 @@ std::vector<PlanStep> PlanSteps(const std::vector<Step>& steps,
                                 const std::vector<std::optional<MemoryEffect>>& effects,
                                 PlanBlocks blocks);
 
+/*!
+ * \brief A tensor's storage token as StaticPlanBlockMemory sizes it: its shape at the upper
+ *        bounds `tir_var_upper_bound` gives the function's signature variables (each dimension
+ *        its constant bound, else its bound as an expression, else itself: GetUpperBoundShape).
+ */
+struct TokenSize {
+  /*! \brief The token's bytes, or -1 where a dimension stays symbolic at the bounds. */
+  int64_t bytes = -1;
+  /*! \brief Where `bytes` is -1: tokens of one class have provably equal sizes (TVM reuses a
+   *         storage of symbolic size only for a provably equal size). */
+  int size_class = -1;
+  /*! \brief Where `bytes` is -1, the token's bytes as an expression. */
+  ObjectRef size;
+  /*! \brief The tensor's own bytes where its shape is static (then `bytes` too), else -1: a
+   *         tensor the planner leaves alone is allocated at its own shape. */
+  int64_t static_bytes = -1;
+  /*! \brief Where `static_bytes` is -1, the tensor's own bytes as an expression. */
+  ObjectRef own_size;
+};
+
+/*! \brief The token of a tensor type, or nullopt where the planner's model cannot size it. */
+using TokenSizer = std::function<std::optional<TokenSize>(const ir::relax::TensorType&)>;
+
+/*! \brief TVM's plan of a function, in the figures ReadStockPlan reads off its pass's output. */
+struct StockPlanFigures {
+  /*! \brief Storages and unplanned tensors of constant size. */
+  int64_t bytes = 0;
+  /*! \brief Storages and unplanned tensors of symbolic size. */
+  int64_t symbolic = 0;
+  /*! \brief All of them, as an expression. */
+  ObjectRef size;
+};
+
 class MemoryPlanModel {
  public:
-  explicit MemoryPlanModel(const std::vector<PlanStep>& steps);
+  /*! \brief The model of `steps`; `sizer` sizes the tokens (by default, static shapes alone:
+   *         a symbolic one leaves every figure unknown). */
+  explicit MemoryPlanModel(const std::vector<PlanStep>& steps, const TokenSizer& sizer = {});
   ~MemoryPlanModel();
 
-  /*! \brief Whether every size is static; when not, every figure below is nullopt. */
+  /*! \brief Whether every size is static; when not, every figure below but StockPlan is
+   *         nullopt. */
   bool HasStaticSizes() const { return valid_; }
 
   /*!
@@ -130,6 +166,16 @@ class MemoryPlanModel {
    *        candidates marked in `in_place` run in place; nullopt when a size is symbolic.
    */
   std::optional<int64_t> TotalBytes(const std::vector<bool>& in_place) const;
+
+  /*!
+   * \brief TVM's plan when exactly the candidates in `in_place` run in place, symbolic sizes
+   *        included (their storages reused only for a provably equal size); nullopt where the
+   *        sizer could not size a token. With `plan_dynamic_output`
+   *        (`relax.memory_plan_dynamic_func_output`), a tensor of symbolic shape left unplanned
+   *        is allocated at its bounds, as TVM's rewriter does.
+   */
+  std::optional<StockPlanFigures> StockPlan(const std::vector<bool>& in_place,
+                                            bool plan_dynamic_output) const;
 
   /*! \brief The same for tvm-memplan's planner, whose offsets are multiples of `alignment`,
    *         its exact search given `search_ms` (relax/offset_packing.h; 0: greedy orders only). */
@@ -183,11 +229,17 @@ class MemoryPlanModel {
     }
   };
   Representatives Represent(const std::vector<bool>& in_place) const;
+  /*! \brief StockPlan's figures, the size expression only `with_size`. */
+  StockPlanFigures Plan(const std::vector<bool>& in_place, bool plan_dynamic_output,
+                        bool with_size) const;
   bool IsInPlace(const Event& event, const std::vector<bool>& in_place) const;
   std::vector<Token> tokens_;
   std::vector<Event> events_;
   int num_pools_ = 0;
+  /*! \brief Whether every token's shape is static. */
   bool valid_ = true;
+  /*! \brief Whether the sizer sized every token. */
+  bool sized_ = true;
   /*! \brief Whether running a candidate in place never raises MemplanLowerBound. */
   bool bound_monotone_ = true;
 };

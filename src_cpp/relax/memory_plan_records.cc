@@ -223,6 +223,10 @@ void FunctionMemoryPlanObj::RegisterReflection() {
       .def_ro("stock_model_bytes", &FunctionMemoryPlanObj::stock_model_bytes,
               "The stock planner's bytes as tvm-memplan's model of it predicts them; -1 when "
               "the model cannot tell.")
+      .def_ro("stock_model_symbolic_allocations",
+              &FunctionMemoryPlanObj::stock_model_symbolic_allocations,
+              "The stock planner's allocations of symbolic size as the same model predicts "
+              "them; -1 when the model cannot tell.")
       .def_ro("memplan_model_bytes", &FunctionMemoryPlanObj::memplan_model_bytes,
               "tvm-memplan's bytes as the same model predicts them (what the in-place pass "
               "judges rewrites by); -1 when the model cannot tell, and in the plans the pass "

@@ -292,6 +292,7 @@ class FunctionMemoryPlanObj : public ffi::Object {
   int64_t stock_bytes = -1;
   String stock_source;
   int64_t stock_model_bytes = -1;
+  int64_t stock_model_symbolic_allocations = -1;
   int64_t memplan_model_bytes = -1;
   int64_t symbolic_allocations = 0;
   int64_t stock_symbolic_allocations = -1;

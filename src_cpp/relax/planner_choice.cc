@@ -17,23 +17,22 @@ namespace {
 
 std::string Bytes(int64_t bytes) { return std::to_string(bytes) + " B"; }
 
-/*! \brief Whether a tensor of the record has a symbolic size. */
-bool HasSymbolicSizes(const FunctionMemoryPlanObj& record) {
-  for (const ObjectRef& tensor : record.tensors) {
-    const auto* t = tensor.as<PlannedTensorObj>();
-    if (t->size && !AsConstInt(*t->size)) return true;
-  }
-  return record.symbolic_allocations > 0;
+/*! \brief Whether TVM's plan, of `bytes` in allocations of constant size and `symbolic` of
+ *         symbolic size, allocates less than ours: fewer constant bytes, or as many and fewer
+ *         allocations of symbolic size. */
+bool StockAllocatesLess(int64_t bytes, int64_t symbolic, const FunctionMemoryPlanObj& record) {
+  return bytes < record.planned_bytes ||
+         (bytes == record.planned_bytes && symbolic < record.symbolic_allocations);
 }
 
 /*! \brief Whether the choice needs TVM's pass run: it must plan the function (ours cannot), or
- *         its model cannot tell (symbolic sizes), or predicts fewer bytes than ours (the choice
+ *         its model cannot size a tensor, or predicts that TVM's plan allocates less (the choice
  *         then rests on the real plan). */
 bool NeedsStockPass(const FunctionMemoryPlanObj& record, const MemoryPlanOptionsObj& options) {
   if (!record.device_refusal.empty()) return true;
   if (!options.fall_back_to_stock) return false;
-  return record.stock_model_bytes < 0 || HasSymbolicSizes(record) ||
-         record.planned_bytes > record.stock_model_bytes;
+  return record.stock_source != stock_source::kModel ||
+         StockAllocatesLess(record.stock_bytes, record.stock_symbolic_allocations, record);
 }
 
 /*! \brief TVM's plan of the function, read off its pass's output, in the record (in place of
@@ -55,12 +54,12 @@ void RecordStockPlan(const StockFunctionPlan& stock, FunctionMemoryPlanObj* reco
 
 /*! \brief Which planner plans the function, and why, given TVM's plan where its pass ran. */
 PlannerChoice Choose(const FunctionMemoryPlanObj& record, const MemoryPlanOptionsObj& options,
-                     std::optional<StockFunctionPlan> stock_plan) {
+                     std::optional<StockFunctionPlan> stock_plan,
+                     const std::optional<Function>& stock_function) {
   PlannerChoice choice;
   bool ran = stock_plan.has_value();
   choice.stock_bytes = ran ? stock_plan->bytes : record.stock_bytes;
   int64_t stock_symbolic = ran ? stock_plan->symbolic : record.stock_symbolic_allocations;
-  bool stock_well_formed = !ran || stock_plan->well_formed;
   choice.stock_plan = std::move(stock_plan);
   auto decide = [&](const char* planner, const char* decision, std::string reason) {
     choice.planner = planner;
@@ -77,10 +76,8 @@ PlannerChoice Choose(const FunctionMemoryPlanObj& record, const MemoryPlanOption
     return decide(kMemplanPlanner, decision::kFallBackOff,
                   "fall_back_to_stock=False: " + ours + ", the stock planner " + theirs);
   }
-  bool stock_smaller = ran && (choice.stock_bytes < record.planned_bytes ||
-                               (choice.stock_bytes == record.planned_bytes &&
-                                stock_symbolic < record.symbolic_allocations));
-  if (stock_smaller && stock_well_formed) {
+  bool stock_smaller = ran && StockAllocatesLess(choice.stock_bytes, stock_symbolic, record);
+  if (stock_smaller && IsWellFormed(*stock_function)) {
     return decide(kStockPlanner, decision::kStockSmaller,
                   "the stock planner allocates less: " + theirs + " against " + ours);
   }
@@ -123,11 +120,13 @@ std::vector<PlannerChoice> ChoosePlanners(const IRModule& mod,
   for (const FunctionMemoryPlanPtr& plan : plans) {
     const FunctionMemoryPlanObj& record = *plan;
     std::optional<StockFunctionPlan> stock_plan;
+    std::optional<Function> stock_function;
     if (run_stock || NeedsStockPass(record, options)) {
-      stock_plan = ReadStockPlan(stock.Planned(record.global_var));
+      stock_function = stock.Planned(record.global_var);
+      stock_plan = ReadStockPlan(*stock_function);
     }
-    PlannerChoice choice = Choose(record, options, std::move(stock_plan));
-    if (choice.planner == kStockPlanner) choice.stock_function = stock.Planned(record.global_var);
+    PlannerChoice choice = Choose(record, options, std::move(stock_plan), stock_function);
+    if (choice.planner == kStockPlanner) choice.stock_function = stock_function;
     choices.push_back(std::move(choice));
   }
   return choices;

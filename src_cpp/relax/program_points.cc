@@ -68,6 +68,7 @@ class Flattener {
         Step merge;
         merge.kind = Step::Kind::kIfResult;
         merge.binding = binding;
+        merge.var = binding.var().ref();
         merge.true_result = BranchResult(branch->true_branch());
         merge.false_result = BranchResult(branch->false_branch());
         merge.branches = branches_;
@@ -81,6 +82,7 @@ class Flattener {
   void Push(Step::Kind kind, std::optional<Binding> binding, const ObjectRef& expr, bool dataflow) {
     Step step;
     step.kind = kind;
+    if (binding) step.var = binding->var().ref();
     step.binding = std::move(binding);
     step.expr = expr;
     step.dataflow = dataflow;

@@ -39,6 +39,8 @@ struct Step {
   Kind kind;
   /*! \brief The binding (kBinding, kIfResult) or the `if` binding (kIfCondition, kBranchResult). */
   std::optional<ir::relax::Binding> binding;
+  /*! \brief The binding's variable (null without a binding), read once here. */
+  ObjectRef var;
   /*! \brief The bound value, the condition, or the branch / function result. */
   ObjectRef expr;
   /*! \brief kIfResult: the two branch results. */

@@ -13,8 +13,6 @@
 namespace tvm_memplan {
 namespace relax {
 
-namespace {}  // namespace
-
 Function StockPlanner::Planned(const ObjectRef& gv) {
   if (!planned_) {
     ObjectRef pass = schema::func::StaticPlanBlockMemory().cast<ObjectRef>();
@@ -25,7 +23,6 @@ Function StockPlanner::Planned(const ObjectRef& gv) {
 
 StockFunctionPlan ReadStockPlan(const Function& planned) {
   StockFunctionPlan plan;
-  plan.well_formed = schema::func::CheckWellFormed(planned.ref(), true).cast<bool>();
   plan.size = IntConst(kInt64, 0);
   std::unordered_map<const Object*, int64_t> storage_index;
   for (const Step& step : FlattenFunction(planned)) {
@@ -50,12 +47,12 @@ StockFunctionPlan ReadStockPlan(const Function& planned) {
       } else {
         ++plan.symbolic;
       }
-      storage_index[step.binding->var().get()] = static_cast<int64_t>(plan.storages.size());
+      storage_index[step.var.get()] = static_cast<int64_t>(plan.storages.size());
       plan.storages.push_back(ObjectRef(storage));
     } else if (op == schema::op::MemoryAllocTensor && IsVar(args[0])) {
       auto found = storage_index.find(args[0].get());
       if (found != storage_index.end()) {
-        plan.tensor_storage[step.binding->var().get()] = found->second;
+        plan.tensor_storage[step.var.get()] = found->second;
       }
     } else if (op == schema::op::BuiltinAllocTensor) {
       std::optional<TensorType> type = As<TensorType>(TypeOf(call->ref()));
@@ -69,6 +66,10 @@ StockFunctionPlan ReadStockPlan(const Function& planned) {
     }
   }
   return plan;
+}
+
+bool IsWellFormed(const Function& planned) {
+  return schema::func::CheckWellFormed(planned.ref(), true).cast<bool>();
 }
 
 }  // namespace relax

@@ -7,8 +7,8 @@
  * \code
  *   StockPlanner stock(mod);                                  // TVM's pass runs on first use
  *   StockFunctionPlan plan = ReadStockPlan(stock.Planned(gv));  // bytes, storages, tensors
- *   MemoryPlanModel(PlanSteps(steps, effects, PlanBlocks::kPerBindingBlock)).TotalBytes({})
- *       == plan.bytes                                          // on static sizes
+ *   MemoryPlanModel(PlanSteps(steps, effects, PlanBlocks::kPerBindingBlock), sizer)
+ *       .StockPlan({}, plan_dynamic_output)->bytes == plan.bytes   // predicted without it
  * \endcode
  */
 #ifndef TVM_MEMPLAN_RELAX_STOCK_PLANNER_H_
@@ -38,8 +38,6 @@ class StockPlanner {
 
 /*! \brief The stock planner's plan of one function, read off its output. */
 struct StockFunctionPlan {
-  /*! \brief False when `relax.analysis.check_well_formed` rejects it (apache/tvm#20191). */
-  bool well_formed = true;
   /*! \brief Bytes of its static-size allocations (storages and unplanned tensors). */
   int64_t bytes = 0;
   /*! \brief Allocations of symbolic size. */
@@ -54,6 +52,11 @@ struct StockFunctionPlan {
 
 /*! \brief What TVM's planner made of a function (`planned`, its output). */
 StockFunctionPlan ReadStockPlan(const ir::relax::Function& planned);
+
+/*! \brief Whether `relax.analysis.check_well_formed` accepts TVM's plan of a function
+ *         (apache/tvm#20191: a storage allocated in one branch of an `if` can be used after
+ *         it). */
+bool IsWellFormed(const ir::relax::Function& planned);
 
 }  // namespace relax
 }  // namespace tvm_memplan

@@ -214,5 +214,27 @@ Value StorageFlow::StepValue(int64_t index, const MemoryEffect* effect) {
   return Eval(step.expr, index, where);
 }
 
+std::shared_ptr<FunctionFlow> FollowStorage(const Function& func,
+                                            std::shared_ptr<const std::vector<Step>> steps,
+                                            MemoryEffects* classifier) {
+  auto flow = std::make_shared<FunctionFlow>(std::move(steps));
+  StorageFlow& values = flow->values;
+  for (const ObjectRef& param : func.params()) {
+    values.Define(param, Value{{values.NewRoot(RootKind::kParam, "a parameter", -1)}, nullptr});
+  }
+  const std::vector<Step>& points = *flow->steps;
+  flow->effects.resize(points.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Step& step = points[i];
+    if (step.kind != Step::Kind::kBinding && step.kind != Step::Kind::kIfResult) continue;
+    std::optional<Call> call =
+        step.kind == Step::Kind::kBinding ? As<Call>(step.expr) : std::nullopt;
+    const MemoryEffect* effect =
+        call ? &*(flow->effects[i] = classifier->Classify(*call)) : nullptr;
+    values.Define(step.var, values.StepValue(static_cast<int64_t>(i), effect));
+  }
+  return flow;
+}
+
 }  // namespace relax
 }  // namespace tvm_memplan

@@ -23,6 +23,7 @@
 #define TVM_MEMPLAN_RELAX_STORAGE_FLOW_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -118,6 +119,28 @@ class StorageFlow {
   std::unordered_map<const Object*, Value> env_;
   std::vector<Root> roots_;
 };
+
+/*!
+ * \brief The flow of storage through one function, followed once (FollowStorage): the in-place
+ *        guard judges writes by it, and the planner's analysis reads it again for each function
+ *        the guard left as it was.
+ */
+struct FunctionFlow {
+  explicit FunctionFlow(std::shared_ptr<const std::vector<Step>> program_points)
+      : steps(std::move(program_points)), values(*steps) {}
+  /*! \brief The function's program points (FlattenFunction). */
+  std::shared_ptr<const std::vector<Step>> steps;
+  /*! \brief Per step, what its call does to memory (steps binding no call: none). */
+  std::vector<std::optional<MemoryEffect>> effects;
+  /*! \brief The value of every parameter, binding and `if` merge. */
+  StorageFlow values;
+};
+
+/*! \brief The flow of `func` over its program points `steps`: the parameters first, then each
+ *         binding and `if` merge in program order, each call as `classifier` classifies it. */
+std::shared_ptr<FunctionFlow> FollowStorage(const ir::relax::Function& func,
+                                            std::shared_ptr<const std::vector<Step>> steps,
+                                            MemoryEffects* classifier);
 
 }  // namespace relax
 }  // namespace tvm_memplan

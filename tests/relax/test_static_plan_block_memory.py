@@ -987,6 +987,56 @@ class TestFallsBackToTheStockPlanWhenItIsSmaller(PlanPass):
         assert int(plan.size_of("memplan")) == 192
 
 
+class TestFallsBackToTheStockPlanAtBoundedSizes(PlanCase):
+    """The same at sizes `tir_var_upper_bound` bounds: the stock planner's two storages at the
+    bound (2 x 128 bytes) are smaller than ours (4096 + 128). The model of TVM's planner sizes
+    symbolic tensors as TVM does and predicts it, so the pass runs TVM's planner and applies its
+    plan, behind the bound check that comes first whichever planner plans."""
+
+    options = {"alignment": 4096}
+    before = TestBoundedSymbolicSizesTakeTheirUpperBound.before
+    shape_vars = ({"n": 1}, {"n": 32})
+
+    @R.function
+    def _expected(x: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        R.func_attr({"relax.force_pure": True, "tir_var_upper_bound": {"n": 32}})
+        none = R.null_value()
+        n_in_bound = R.call_packed(
+            "vm.builtin.match_shape",
+            R.shape([T.max(n, 32)]),
+            none,
+            1,
+            0,
+            32,
+            R.str(
+                "main: shape variable n exceeds its tir_var_upper_bound 32 (its value, then the "
+                "bound, in parentheses above): the function's memory is planned for sizes within "
+                "the bounds;"
+            ),
+            ty_args=(R.Tuple,),
+        )
+        storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("float32"))
+        a = R.memory.alloc_tensor(storage, 0, R.shape([n]), R.dtype("float32"), 0)
+        EXP_N(x, a)
+        storage1 = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("float32"))
+        b = R.memory.alloc_tensor(storage1, 0, R.shape([n]), R.dtype("float32"), 0)
+        EXP_N(a, b)
+        c = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), 0, R.str("global"))
+        EXP_N(b, c)
+        return c
+
+    expected = relax_module(Kernels, main=_expected)
+
+    def test_record(self):
+        """The model's figures are those of TVM's plan: 256 bytes and the returned `c`, of
+        symbolic size."""
+        (plan,) = self.plans()
+        assert (plan.planner, plan.decision) == ("stock", "stock_smaller")
+        assert (plan.stock_bytes, plan.stock_symbolic_allocations) == (256, 1)
+        assert (plan.stock_model_bytes, plan.stock_model_symbolic_allocations) == (256, 1)
+
+
 class TestFallBackToStockCanBeTurnedOff(PlanCase):
     """`fall_back_to_stock=False` keeps our plan, although the stock one is smaller: `b` at
     4096."""

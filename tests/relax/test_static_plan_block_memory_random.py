@@ -3,7 +3,7 @@
 the stock planner's model, and the stock planner's miscompile on branches."""
 
 import pytest
-from random_relax import random_module
+from random_relax import DYNAMIC, random_module
 from tvm import relax
 
 from tvm_memplan.analysis import memory_plan, planner_input
@@ -67,12 +67,26 @@ def test_the_random_programs_include_the_stock_planners_miscompile():
     assert broken >= 5  # 11 of these 40
 
 
+@pytest.mark.parametrize("dynamic", DYNAMIC)
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_stock_model_predicts_the_stock_planner(seed):
-    """The model that decides the fallback without running TVM's planner predicts its bytes."""
-    for plan in memory_plan(random_module(seed, branch_chains=True)):
+def test_the_stock_model_predicts_the_stock_planner(seed, dynamic):
+    """The model that decides the fallback without running TVM's planner predicts its bytes and
+    its allocations of symbolic size, at static sizes, at sizes `tir_var_upper_bound` bounds
+    (TVM's storages at the bound) and at unbounded ones (reused only for a provably equal
+    size)."""
+    for plan in memory_plan(random_module(seed, branch_chains=True, dynamic=dynamic)):
         assert plan.stock_source == "stock_pass"
         assert plan.stock_model_bytes == plan.stock_bytes
+        assert plan.stock_model_symbolic_allocations == plan.stock_symbolic_allocations
+
+
+def test_the_dynamic_programs_have_allocations_of_symbolic_size():
+    """The test above is not vacuous for symbolic sizes: unbounded programs leave TVM's plan
+    with storages of symbolic size, and bounded ones with none of them but the results."""
+    unbounded = [memory_plan(random_module(s, dynamic="unbounded"))[0] for s in SEEDS]
+    bounded = [memory_plan(random_module(s, dynamic="bounded"))[0] for s in SEEDS]
+    assert sum(p.stock_symbolic_allocations > 1 for p in unbounded) >= 10
+    assert sum(p.stock_bytes > 0 for p in bounded) >= 10
 
 
 @pytest.mark.parametrize("seed", SEEDS)
