@@ -303,7 +303,8 @@ def test_mlc_llm_llama_captures_as_stock_does_in_mlc_llm_own_pipeline():
 def test_mlc_llm_llama_plans_every_function_at_its_bound():
     """MLC-LLM's Llama at hidden size 256 (the size at which a greedy order left `decode` above
     its bound) in MLC-LLM's own pipeline: our planner places every function at its peak-live
-    bound, and says so."""
+    bound, and says so; and our model of TVM's planner, by which the pass decides whether to run
+    TVM's, predicts TVM's plan of every function (symbolic sizes at MLC-LLM's bounds)."""
     sizes = ["--set", "hidden_size=256", "--set", "intermediate_size=1024"]
     result = _mlc_llm_check(MLC_LLM_SOURCE, "--models", "llama", "--plans", *sizes)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
@@ -313,6 +314,8 @@ def test_mlc_llm_llama_plans_every_function_at_its_bound():
     assert {row[1] for row in rows} >= {"decode", "prefill", "batch_decode", "batch_verify"}
     for row in rows:
         assert row[2] == row[3] and row[-1] == "at_bound", row
+        assert row[-2] == "yes", row
+    assert "the model predicts TVM's planner on every function: yes" in result.stdout
 
 
 @needs_mlc_llm

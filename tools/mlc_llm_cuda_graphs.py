@@ -20,7 +20,10 @@ relax_pipeline=pipeline)``) and ours (``tvm_memplan.relax_pipeline(pipeline)`` a
    check there would run when the graph is captured, not when it is replayed) or after the
    first graph of their function;
 5. MLC-LLM's "temporary buffer" figure (AttachMetadataWithMemoryUsage's per-function planned
-   bytes, their max as ``mlc_llm compile`` reports it), with CUDA graphs on and off.
+   bytes, their max as ``mlc_llm compile`` reports it), with CUDA graphs on and off;
+6. with ``--planner-time ROUNDS``, the planner pass alone: TVM's StaticPlanBlockMemory and ours
+   on the IR MLC-LLM's pipeline hands ours (the best of interleaved rounds; choose the depth
+   with ``--set num_hidden_layers=N``).
 
 The package does not import here as a whole (``import mlc_llm`` loads its serving runtime, whose
 C++ library is absent, and its model registry imports models written for another TVM), and the
@@ -35,7 +38,7 @@ hint) and the kernels writing logits stay outside every graph in both builds.
 
     PYTHONPATH=python python tools/mlc_llm_cuda_graphs.py [MLC_PYTHON] [--models llama,qwen2]
         [--quantization q4f16_1] [--set prefill_chunk_size=2048] [--functions] [--kernels]
-        [--plans] [--unstub PASS]
+        [--plans] [--planner-time ROUNDS] [--unstub PASS]
 
 Exit status: 0 when ours holds everywhere, 1 when it falls short somewhere, 2 on bad input.
 """
@@ -327,6 +330,9 @@ class Build:
     checks_after_graph: int = 0
     #: Our planner's record of each function it planned (ours only; graphs on).
     plans: list = dataclasses.field(default_factory=list)
+    #: The IR our planner's pass was given, and the target (ours only; graphs on).
+    planner_input: tvm.IRModule | None = None
+    target: tvm.target.Target | None = None
 
 
 @dataclasses.dataclass
@@ -434,8 +440,8 @@ def _measure(build_fn: Callable[[], object], config: dict, target) -> Build:
     on = {**config, USE_CUDA_GRAPH: True}
     t = trace(build_fn, [pass_names.PLANNER, REWRITE, ATTACH_METADATA], catch=True, config=on)
     if pass_names.PLANNER in t.before:
-        planner_input = t.before[pass_names.PLANNER]
-        result.plans = list(analysis.memory_plan(planner_input, target, pipeline=None))
+        result.planner_input, result.target = t.before[pass_names.PLANNER], target
+        result.plans = list(analysis.memory_plan(result.planner_input, target, pipeline=None))
     if t.error is None and not isinstance(t.result, relax.VMExecutable):
         result.error = f"the build returned {type(t.result).__name__}, not an executable"
     if t.error is not None:
@@ -587,27 +593,72 @@ def _ratio(ours: Build, stock: Build, graphs: bool) -> str:
     return "-" if not a or not b else f"{a / b:.3f}"
 
 
-def print_plans(results: list[ModelResult]) -> None:
-    """Per function, our planner's record on the input MLC-LLM's pipeline hands it."""
+def _model_predicts(plan) -> bool:
+    """Whether our model of TVM's planner predicted the plan its pass made (the pass runs TVM's
+    only where the model says TVM's plan is smaller)."""
+    predicted = (plan.stock_model_bytes, plan.stock_model_symbolic_allocations)
+    return predicted == (plan.stock_bytes, plan.stock_symbolic_allocations)
+
+
+def print_plans(results: list[ModelResult]) -> bool:
+    """Per function, our planner's record on the input MLC-LLM's pipeline hands it; whether the
+    model of TVM's planner predicted TVM's plan of every function."""
     header = (
         f"{'model':<8} {'function':<36} {'bound':>10} {'ours':>10} {'stock':>10} "
-        f"{'ours/stock':>10}  optimality"
+        f"{'ours/stock':>10} {'modelled':>8}  optimality"
     )
     print(header)
     print("-" * len(header))
+    predicted = True
     for r in results:
         for p in r.ours.plans:
             ours, stock = p.bytes_of("memplan"), p.bytes_of("stock")
             ratio = f"{ours / stock:.3f}" if stock > 0 else ""
+            modelled = _model_predicts(p)
+            predicted = predicted and modelled
             print(
                 f"{r.name:<8} {str(p.function):<36} {int(p.peak_live_bytes):>10} {ours:>10} "
-                f"{stock:>10} {ratio:>10}  {p.optimality}"
+                f"{stock:>10} {ratio:>10} {'yes' if modelled else 'NO':>8}  {p.optimality}"
             )
     print("-" * len(header))
     print(
         "bytes with CUDA graphs on, symbolic sizes at MLC-LLM's bounds: bound: the peak-live "
-        "bound; ours: what our planner's pass applies; stock: TVM's planner on the same IR"
+        "bound; ours: what our planner's pass applies; stock: TVM's planner on the same IR; "
+        "modelled: our model of TVM's planner predicted its bytes and symbolic allocations"
     )
+    print(f"the model predicts TVM's planner on every function: {'yes' if predicted else 'NO'}")
+    return predicted
+
+
+def print_planner_time(results: list[ModelResult], rounds: int) -> None:
+    """The planner pass alone on the IR MLC-LLM's pipeline hands it: TVM's and ours, the best of
+    ``rounds`` interleaved rounds each."""
+    passes = {
+        "tvm": relax.transform.StaticPlanBlockMemory(),
+        "ours": tvm_memplan.transform.StaticPlanBlockMemory(),
+    }
+    header = f"{'model':<8} {'functions':>9} {'TVM ms':>9} {'ours ms':>9} {'ours/TVM':>9}"
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        mod = r.ours.planner_input
+        if mod is None:
+            print(f"{r.name:<8} (our planner did not run)")
+            continue
+        best = {who: float("inf") for who in passes}
+        with r.ours.target:
+            for _ in range(rounds):
+                for who, planner in passes.items():
+                    start = time.perf_counter()
+                    planner(mod)
+                    best[who] = min(best[who], time.perf_counter() - start)
+        functions = sum(isinstance(f, relax.Function) for f in mod.functions.values())
+        print(
+            f"{r.name:<8} {functions:>9} {best['tvm'] * 1e3:>9.2f} {best['ours'] * 1e3:>9.2f} "
+            f"{best['ours'] / best['tvm']:>9.2f}"
+        )
+    print("-" * len(header))
+    print(f"best of {rounds} interleaved rounds, on the planner's input with CUDA graphs on")
 
 
 def print_table(results: list[ModelResult], functions: bool, kernels: bool) -> None:
@@ -801,6 +852,13 @@ def main() -> int:
         help="per function, our planner's bound, bytes and optimality next to TVM's planner",
     )
     parser.add_argument(
+        "--planner-time",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="time TVM's planner pass and ours on the same IR, best of ROUNDS interleaved rounds",
+    )
+    parser.add_argument(
         "--kernels", action="store_true", help="per function, the kernels of each graph too"
     )
     parser.add_argument(
@@ -817,10 +875,13 @@ def main() -> int:
     names, overrides = checkout.models, checkout.overrides
     results = [compile_model(name, args.quantization, overrides) for name in names]
     print_table(results, args.functions, args.kernels)
+    holds = all(r.holds for r in results)
     if args.plans:
         print()
-        print_plans(results)
-    holds = all(r.holds for r in results)
+        holds = print_plans(results) and holds
+    if args.planner_time > 0:
+        print()
+        print_planner_time(results, args.planner_time)
     print(f"ours holds on every model: {'yes' if holds else 'NO'}")
     return 0 if holds else 1
 
