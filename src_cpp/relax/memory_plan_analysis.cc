@@ -92,6 +92,7 @@ class PlanAnalysis {
     const Value& value = *flow_.Find(step.var.get());
     if (effect->allocator == MemoryEffect::Allocator::kAllocTensor && value.roots.size() == 1) {
       root_allocation_[value.roots[0]] = allocations_.size();
+      allocation_at_[index] = allocations_.size();
       allocations_.emplace_back(*step.binding, call, index, value.roots[0]);
     } else if (effect->kind == MemoryEffect::Kind::kUse ||
                effect->kind == MemoryEffect::Kind::kOpaque) {
@@ -187,6 +188,11 @@ class PlanAnalysis {
     a->shape = *shape;
     a->dtype = *dtype;
     a->known_type = true;
+    if (std::optional<int64_t> bytes = AllocatedBytes(*shape, {}, *dtype)) {
+      a->bytes = *bytes;
+      a->size = IntConst(kInt64, *bytes);
+      return;
+    }
     a->size = analyzer_.Simplify(*type->bytes_expr());
     int64_t bytes = DTypeBytes(*dtype);
     bool bounded = true;
@@ -426,9 +432,10 @@ class PlanAnalysis {
    */
   void ModelPlanners(FunctionMemoryPlanObj* r, bool model_ours) const {
     std::vector<ObjectRef> size_classes;
-    MemoryPlanModel model(
-        PlanSteps(steps_, effects_, PlanBlocks::kPerBindingBlock),
-        [&](const TensorType& type) { return StockTokenSize(type, &size_classes); });
+    MemoryPlanModel model(PlanSteps(steps_, effects_, PlanBlocks::kPerBindingBlock),
+                          [&](int64_t step, const TensorType& type) {
+                            return StockTokenSize(step, type, &size_classes);
+                          });
     std::optional<Any> plan_outputs =
         FuncAttr(func_.ref(), schema::attr::MemoryPlanDynamicFuncOutput);
     std::optional<StockPlanFigures> modelled =
@@ -445,12 +452,24 @@ class PlanAnalysis {
   }
 
   /*!
-   * \brief The storage token TVM's planner gives a tensor of `type`: each dimension at its
-   *        constant bound under the bound variables, else at its bound as an expression, else
-   *        itself; a symbolic size in the class of the first provably equal one in `classes`.
+   * \brief The storage token TVM's planner gives a tensor of `type` allocated at `step`: each
+   *        dimension at its constant bound under the bound variables (as step 2 sized the
+   *        allocations), else at its bound as an expression, else itself; a symbolic size in
+   *        the class of the first provably equal one in `classes`.
    */
-  std::optional<TokenSize> StockTokenSize(const TensorType& type,
+  std::optional<TokenSize> StockTokenSize(int64_t step, const TensorType& type,
                                           std::vector<ObjectRef>* classes) const {
+    auto allocated = allocation_at_.find(step);
+    if (allocated != allocation_at_.end()) {
+      const TensorAllocation& a = allocations_[allocated->second];
+      if (a.known_type && a.bytes >= 0) {
+        TokenSize size;
+        size.bytes = a.bytes;
+        size.static_bytes = a.symbolic ? -1 : a.bytes;
+        if (a.symbolic) size.own_size = a.size;
+        return size;
+      }
+    }
     std::optional<Array<ObjectRef>> shape = type.shape();
     std::optional<DLDataType> dtype = type.dtype();
     if (!shape || !dtype) return std::nullopt;
@@ -516,6 +535,8 @@ class PlanAnalysis {
   std::unordered_set<const Object*> signature_vars_;
   std::vector<TensorAllocation> allocations_;
   std::unordered_map<RootId, size_t> root_allocation_;
+  /*! \brief Program point -> the allocation made there. */
+  std::unordered_map<int64_t, size_t> allocation_at_;
   std::vector<ObjectRef> storages_;
   /*! \brief Signature variables with a `tir_var_upper_bound`. */
   std::unordered_map<const Object*, BoundCheck> bounds_;

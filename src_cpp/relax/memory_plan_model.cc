@@ -212,9 +212,11 @@ std::optional<TokenSize> StaticTokenSize(const ir::relax::TensorType& tensor) {
 MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps, const TokenSizer& sizer) {
   std::unordered_map<const Object*, TokenTree> env;
   std::map<PoolKey, int> pools;
-  auto lookup = [&](const Object* var) {
+  const TokenTree none;
+  // References into `env` stay valid as it grows.
+  auto lookup = [&](const Object* var) -> const TokenTree& {
     auto it = env.find(var);
-    return it == env.end() ? TokenTree() : it->second;
+    return it == env.end() ? none : it->second;
   };
   std::function<TokenTree(const ObjectRef&)> eval = [&](const ObjectRef& expr) -> TokenTree {
     if (!expr.defined()) return {};
@@ -236,20 +238,20 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps, const Token
   // New tokens for a result of `type`. A symbolic size leaves the static figures unknown
   // (valid_), a size the sizer cannot tell every figure (sized_), not which storage each value
   // holds.
-  std::function<void(const ObjectRef&, const PlanStep&, TokenTree*)> make_tokens =
-      [&](const ObjectRef& type, const PlanStep& step, TokenTree* tree) {
+  std::function<void(const ObjectRef&, int64_t, const PlanStep&, TokenTree*)> make_tokens =
+      [&](const ObjectRef& type, int64_t index, const PlanStep& step, TokenTree* tree) {
         if (std::optional<ir::relax::TupleType> tuple = As<ir::relax::TupleType>(type)) {
           auto fields = std::make_shared<std::vector<TokenTree>>();
           for (const ObjectRef& field : tuple->fields()) {
             fields->emplace_back();
-            make_tokens(field, step, &fields->back());
+            make_tokens(field, index, step, &fields->back());
           }
           tree->fields = std::move(fields);
           return;
         }
         std::optional<ir::relax::TensorType> tensor = As<ir::relax::TensorType>(type);
         if (!tensor) return;  // not a tensor: nothing allocated
-        std::optional<TokenSize> size = sizer ? sizer(*tensor) : StaticTokenSize(*tensor);
+        std::optional<TokenSize> size = sizer ? sizer(index, *tensor) : StaticTokenSize(*tensor);
         if (!size) {
           sized_ = false;
           size = TokenSize{0, -1, ObjectRef(), 0, ObjectRef()};
@@ -267,7 +269,8 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps, const Token
     ForEachToken(tree, [&](int t) { out->push_back(t); });
   };
 
-  for (const PlanStep& step : steps) {
+  for (size_t index = 0; index < steps.size(); ++index) {
+    const PlanStep& step = steps[index];
     Event event;
     event.kind = step.kind;
     event.block = step.block;
@@ -292,7 +295,7 @@ MemoryPlanModel::MemoryPlanModel(const std::vector<PlanStep>& steps, const Token
           break;
         }
         TokenTree result;
-        make_tokens(step.type, step, &result);
+        make_tokens(step.type, static_cast<int64_t>(index), step, &result);
         leaves(result, &event.outputs);
         if (event.candidate >= 0 && event.outputs.size() != 1) {
           event.candidate = -1;  // not a single tensor: the pass never rewrites it

@@ -137,8 +137,10 @@ struct TokenSize {
   ObjectRef own_size;
 };
 
-/*! \brief The token of a tensor type, or nullopt where the planner's model cannot size it. */
-using TokenSizer = std::function<std::optional<TokenSize>(const ir::relax::TensorType&)>;
+/*! \brief The token of a tensor of `type` allocated at program point `step`, or nullopt where
+ *         the planner's model cannot size it. */
+using TokenSizer =
+    std::function<std::optional<TokenSize>(int64_t step, const ir::relax::TensorType& type)>;
 
 /*! \brief TVM's plan of a function, in the figures ReadStockPlan reads off its pass's output. */
 struct StockPlanFigures {
