@@ -44,7 +44,8 @@
  *     variable, its value and the bound, before anything is allocated (tensors packed together
  *     would overlap past it; stock's one storage per tensor fails the VM's size check instead).
  *  5. With `fall_back_to_stock`, a function whose plan would take more bytes than the stock
- *     planner's (modelled by relax/memory_plan_model.h, and run when the model cannot tell:
+ *     planner's (modelled by relax/memory_plan_model.h, symbolic sizes included, and run when
+ *     the model cannot size a tensor or predicts the stock plan smaller:
  *     relax/stock_planner.h) is planned by the stock planner, unless the stock plan is not well
  *     formed (apache/tvm#20191): relax/planner_choice.h, the step after this analysis.
  *  6. A concatenation whose inputs can sit at their slices of its output is copy-free

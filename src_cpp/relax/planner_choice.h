@@ -1,8 +1,9 @@
 /*!
  * \file relax/planner_choice.h
  * \brief The planner's choice, per function: ours or TVM's StaticPlanBlockMemory. Everything the
- *        stock planner decides lives here: whether TVM's pass must run (its model cannot tell,
- *        or predicts fewer bytes than ours), its real figures in the record, and which plan wins
+ *        stock planner decides lives here: whether TVM's pass must run (its model cannot size a
+ *        tensor, or predicts that TVM's plan allocates less than ours), its real figures in the
+ *        record, and which plan wins
  *        (FunctionMemoryPlan.planner, .decision, .reason).
  *
  * \code
