@@ -236,6 +236,19 @@ class PlanAnalysis {
     }
   }
 
+  /*! \brief The variables of `extent` that `tir_var_upper_bound` bounds, over their ranges. */
+  std::vector<std::pair<ObjectRef, Interval>> BoundRanges(const ObjectRef& extent) const {
+    std::vector<std::pair<ObjectRef, Interval>> ranges;
+    for (const Object* var : VarsOf(extent)) {
+      auto found = bounds_.find(var);
+      if (found == bounds_.end()) continue;
+      const BoundCheck& bound = found->second;
+      ranges.push_back({bound.var, Interval{IntConst(bound.var, bound.lower.value_or(0)),
+                                            IntConst(bound.var, bound.upper)}});
+    }
+    return ranges;
+  }
+
   /*!
    * \brief The bytes of `shape` at the upper bounds of its bounded variables, where that is an
    *        expression of the parameters' shape variables alone (`seq_len * vocab_size * 4` with
@@ -246,14 +259,7 @@ class PlanAnalysis {
     Array<ObjectRef> maxima;
     bool any_bounded = false;
     for (const ObjectRef& extent : shape) {
-      std::vector<std::pair<ObjectRef, Interval>> relaxed;
-      for (const Object* var : VarsOf(extent)) {
-        auto found = bounds_.find(var);
-        if (found == bounds_.end()) continue;
-        const BoundCheck& bound = found->second;
-        relaxed.push_back({bound.var, Interval{IntConst(bound.var, bound.lower.value_or(0)),
-                                               IntConst(bound.var, bound.upper)}});
-      }
+      std::vector<std::pair<ObjectRef, Interval>> relaxed = BoundRanges(extent);
       any_bounded = any_bounded || !relaxed.empty();
       std::optional<ObjectRef> max =
           relaxed.empty() ? extent : analyzer_.Relax(extent, relaxed).max;
@@ -488,14 +494,7 @@ class PlanAnalysis {
         bounded.push_back(IntConst(kInt64, max));
         continue;
       }
-      std::vector<std::pair<ObjectRef, Interval>> relaxed;
-      for (const Object* var : VarsOf(extent)) {
-        auto found = bounds_.find(var);
-        if (found == bounds_.end()) continue;
-        const BoundCheck& bound = found->second;
-        relaxed.push_back({bound.var, Interval{IntConst(bound.var, bound.lower.value_or(0)),
-                                               IntConst(bound.var, bound.upper)}});
-      }
+      std::vector<std::pair<ObjectRef, Interval>> relaxed = BoundRanges(extent);
       std::optional<ObjectRef> at_bound =
           relaxed.empty() ? extent : analyzer_.Relax(extent, relaxed).max;
       bounded.push_back(at_bound.value_or(extent));
