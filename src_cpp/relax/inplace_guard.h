@@ -51,7 +51,6 @@
 namespace tvm_memplan {
 namespace relax {
 
-/*! \brief A module with its unsafe in-place writes reverted, and the records saying which. */
 /*! \brief A function the guard left as it was: its program points (FlattenFunction), and the
  *         flow of storage through them where the guard needed it (else null). */
 struct GuardedFunction {
@@ -59,6 +58,7 @@ struct GuardedFunction {
   std::shared_ptr<const FunctionFlow> flow;
 };
 
+/*! \brief A module with its unsafe in-place writes reverted, and the records saying which. */
 struct GuardedModule {
   ir::IRModule mod;
   /*! \brief Function name -> its RevertedInplaceWrite records (relax/memory_plan_records.h),
