@@ -367,6 +367,13 @@ class TestEscapingTensorIsNotPlanned(PlanCase):
 # ---- symbolic sizes -------------------------------------------------------------------------
 
 
+#: The message of the entry check of `n` against its bound 32 in `main`.
+N_PAST_32 = (
+    "main: shape variable n exceeds its tir_var_upper_bound 32 (its value, then the bound, in "
+    "parentheses above): the function's memory is planned for sizes within the bounds;"
+)
+
+
 class TestBoundedSymbolicSizesTakeTheirUpperBound(PlanCase):
     """`tir_var_upper_bound` bounds `n` by 32: the tensors are packed at 128 bytes each, and the
     function checks `n` against its bound on entry, before anything is allocated."""
@@ -395,11 +402,7 @@ class TestBoundedSymbolicSizesTakeTheirUpperBound(PlanCase):
             1,
             0,  # the VM's kAssertEqualToImm: the value must equal the bound
             32,
-            R.str(
-                "main: shape variable n exceeds its tir_var_upper_bound 32 (its value, then the "
-                "bound, in parentheses above): the function's memory is planned for sizes within "
-                "the bounds;"
-            ),
+            R.str(N_PAST_32),
             ty_args=(R.Tuple,),
         )
         storage = R.memory.alloc_storage(R.shape([256]), 0, R.str("global"), R.dtype("uint8"))
@@ -562,11 +565,7 @@ class TestAnOutputPlannedAtTheBoundIsChecked(PlanCase):
             1,
             0,
             32,
-            R.str(
-                "main: shape variable n exceeds its tir_var_upper_bound 32 (its value, then the "
-                "bound, in parentheses above): the function's memory is planned for sizes within "
-                "the bounds;"
-            ),
+            R.str(N_PAST_32),
             ty_args=(R.Tuple,),
         )
         storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("uint8"))
@@ -1009,11 +1008,7 @@ class TestFallsBackToTheStockPlanAtBoundedSizes(PlanCase):
             1,
             0,
             32,
-            R.str(
-                "main: shape variable n exceeds its tir_var_upper_bound 32 (its value, then the "
-                "bound, in parentheses above): the function's memory is planned for sizes within "
-                "the bounds;"
-            ),
+            R.str(N_PAST_32),
             ty_args=(R.Tuple,),
         )
         storage = R.memory.alloc_storage(R.shape([128]), 0, R.str("global"), R.dtype("float32"))
