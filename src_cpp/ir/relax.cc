@@ -124,6 +124,11 @@ std::optional<ObjectRef> TensorType::bytes_expr() const {
   return AllocatedBytesExpr(*extents, {}, *type);
 }
 
+bool Function::plans_dynamic_output() const {
+  std::optional<Any> marked = FuncAttr(ref_, schema::attr::MemoryPlanDynamicFuncOutput);
+  return marked && marked->cast<bool>();
+}
+
 ObjectRef TypeOf(const ObjectRef& expr) { return ExprType(expr); }
 
 bool HoldsNoStorage(const ObjectRef& type) {

@@ -35,6 +35,10 @@ class Function : public NodeView {
   /*! \brief The declared return type. */
   ObjectRef ret_type() const { return schema::field::RelaxFunction_ret_ty.Get<ObjectRef>(ref_); }
   bool is_pure() const { return schema::field::RelaxFunction_is_pure.Get<bool>(ref_); }
+  /*! \brief Whether `relax.memory_plan_dynamic_func_output` is set (MLC-LLM's
+   *         AttachMemoryPlanAttr): TVM's planner then allocates its unplanned tensors of symbolic
+   *         shape at their bounds. */
+  bool plans_dynamic_output() const;
   Function WithBody(const ObjectRef& body) const;
 };
 

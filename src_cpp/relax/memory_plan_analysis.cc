@@ -442,10 +442,7 @@ class PlanAnalysis {
                           [&](int64_t step, const TensorType& type) {
                             return StockTokenSize(step, type, &size_classes);
                           });
-    std::optional<Any> plan_outputs =
-        FuncAttr(func_.ref(), schema::attr::MemoryPlanDynamicFuncOutput);
-    std::optional<StockPlanFigures> modelled =
-        model.StockPlan({}, plan_outputs && plan_outputs->cast<bool>());
+    std::optional<StockPlanFigures> modelled = model.StockPlan({}, func_.plans_dynamic_output());
     r->stock_model_bytes = modelled ? modelled->bytes : -1;
     r->stock_model_symbolic_allocations = modelled ? modelled->symbolic : -1;
     if (model_ours)

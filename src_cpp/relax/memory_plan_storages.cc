@@ -67,9 +67,7 @@ class StoragePacker {
     // expression of parameters' shape variables (logits `(seq_len, vocab_size)` at
     // `256 * vocab_size * 4`, `(1, 1, vocab_size)` at `vocab_size * 4`), never a new size per
     // call of one model.
-    std::optional<Any> plan_outputs =
-        FuncAttr(func_.ref(), schema::attr::MemoryPlanDynamicFuncOutput);
-    if (plan_outputs && plan_outputs->cast<bool>()) {
+    if (func_.plans_dynamic_output()) {
       for (TensorAllocation& a : tensors_) {
         if (a.storage >= 0 || !a.symbolic || (a.bytes < 0 && !a.sized_on_entry)) continue;
         ObjectRef size = a.bytes >= 0 ? IntConst(kInt64, a.bytes) : StorageSize(a);

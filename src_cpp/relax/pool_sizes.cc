@@ -91,9 +91,7 @@ int64_t ConstantBytes(const FunctionMemoryPlanObj& plan, const std::vector<Poole
  */
 bool ReservesTheEstimate(const IRModule& mod) {
   for (const auto& [global_var, base_func] : mod.functions()) {
-    if (!Is<Function>(base_func)) continue;
-    std::optional<Any> marked = FuncAttr(base_func, schema::attr::MemoryPlanDynamicFuncOutput);
-    if (marked && marked->cast<bool>()) return true;
+    if (Is<Function>(base_func) && Function(base_func).plans_dynamic_output()) return true;
   }
   return false;
 }
