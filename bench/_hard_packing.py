@@ -11,7 +11,9 @@
     other minimized), such as the 11 "challenging" instances MiniMalloc publishes, or idealloc's
     traces of 20,000-60,000 buffers (neither vendored); ``--hard-csv-s S`` sets our budget, which
     bounds the whole packing (greedy orders included). Per problem: size over the bound, the
-    greedy orders run and the seconds of each phase.
+    greedy orders run and the seconds of each phase. With ``--hard-csv-ranked`` each problem is
+    packed again with every time point replaced by its rank among them all (the same problem:
+    every overlap stays), and the row says whether the placement is the same, bit for bit.
 
 With ``--minimalloc BIN`` (a MiniMalloc binary you built; never part of this repository) the same
 problems run through it in the same process' run, one after the other, and ratios are printed.
@@ -48,6 +50,11 @@ def add_options(parser) -> None:
     )
     parser.add_argument(
         "--hard-only", action="store_true", help="only the hard-instance sections (f)-(h)"
+    )
+    parser.add_argument(
+        "--hard-csv-ranked",
+        action="store_true",
+        help="also pack each CSV problem on ranked time points; say whether it places alike",
     )
     parser.add_argument(
         "--hard-csv-s",
@@ -92,12 +99,28 @@ def minimalloc(binary: str | None, path: Path, capacity: int, timeout_s: float):
         return placed and seconds <= timeout_s, seconds
 
 
+def _ranked(items):
+    """`items` (id, lower, upper, size) with each time point replaced by its rank among all."""
+    points = sorted({p for _, lower, upper, _ in items for p in (lower, upper)})
+    rank = {point: r for r, point in enumerate(points)}
+    return [(ident, rank[lower], rank[upper], size) for ident, lower, upper, size in items]
+
+
 def _ours(items, capacity, budget_s):
     start = time.perf_counter()
     packing = pack_offsets(
         items, capacity=capacity, alignment=1, exact_search_ms=round(budget_s * 1000)
     )
     return packing, time.perf_counter() - start
+
+
+def _ours_or_best(items, capacity, budget_s):
+    """_ours, or where nothing fits the capacity the best placement found and its time."""
+    start = time.perf_counter()
+    try:
+        return _ours(items, capacity, budget_s)
+    except ValueError as err:  # DoesNotFitError
+        return err.packing, time.perf_counter() - start
 
 
 def perfect_packings(args) -> dict:
@@ -189,18 +212,24 @@ def csv_problems(args) -> None:
         f"{'problem':<18} {'buffers':>7} {'capacity':>9} {'bound':>11} {'ours':>11} {'/bound':>7} "
         f"{'fits':>4} {'ours s':>7} {'orders':>6} {'greedy s':>8} {'search s':>8} "
         f"{'optimality':<14} {'algorithm':<34} {'MiniMalloc s':>12} {'ratio':>6}"
+        + (f" {'ranked s':>8} {'same':>4}" if args.hard_csv_ranked else "")
     )
     worst = 0.0
-    for path in sorted(Path(args.hard_csv).glob("*.csv")):
+    same_count = 0
+    paths = sorted(Path(args.hard_csv).glob("*.csv"))
+    for path in paths:
         with open(path, encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
         items = [(r["id"], int(r["lower"]), int(r["upper"]), int(r["size"])) for r in rows]
         named = re.match(r".*\.(\d+)\.csv$", path.name)
         capacity = int(named.group(1)) if named else None
-        try:
-            packing, seconds = _ours(items, capacity, budget_s)
-        except ValueError as err:  # DoesNotFitError
-            packing, seconds = err.packing, float("nan")
+        packing, seconds = _ours_or_best(items, capacity, budget_s)
+        ranked_text = ""
+        if args.hard_csv_ranked:
+            ranked, ranked_s = _ours_or_best(_ranked(items), capacity, budget_s)
+            same = (ranked.offsets, ranked.algorithm) == (packing.offsets, packing.algorithm)
+            same_count += same
+            ranked_text = f" {ranked_s:>8.3f} {'yes' if same else 'NO':>4}"
         peer = minimalloc(args.minimalloc, path, capacity, budget_s) if capacity else None
         peer_text = ratio = ""
         if peer is not None:
@@ -214,8 +243,13 @@ def csv_problems(args) -> None:
             f"{'yes' if packing.fits else 'NO':>4} {seconds:>7.3f} {packing.greedy_orders:>6} "
             f"{packing.greedy_seconds:>8.3f} {packing.search_seconds:>8.3f} "
             f"{packing.optimality:<14} {packing.algorithm:<34} {peer_text:>12} {ratio:>6}"
+            + ranked_text
         )
     print(rule)
+    if args.hard_csv_ranked:
+        print(
+            f"placed alike ranked: {same_count} of {len(list(Path(args.hard_csv).glob('*.csv')))}"
+        )
     if args.minimalloc:
         print(f"slowest ours/MiniMalloc: {worst:.2f}")
 

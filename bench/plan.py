@@ -26,7 +26,8 @@ With ``--torchvision``, torchvision networks at 64x64 join the zoo (needs torch 
 torchvision).
 
     python bench/plan.py [--depth 24] [--repeat 5] [--quick] [--torchvision]
-                         [--hard-csv DIR [--hard-csv-s S]] [--minimalloc BIN] [--hard-only]
+                         [--hard-csv DIR [--hard-csv-s S] [--hard-csv-ranked]] [--minimalloc BIN]
+                         [--hard-only]
 """
 
 from __future__ import annotations

@@ -496,7 +496,43 @@ const char* optimality::Weakest(const char* a, const char* b) {
   return strength(a) >= strength(b) ? a : b;
 }
 
-Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& options) {
+namespace {
+
+/*!
+ * \brief `items` on canonical time: each item's first point and its end (last + 1) replaced by
+ *        their ranks among the firsts and ends of all items.
+ *
+ * Two items are live together exactly when each starts before the other ends, which a renaming
+ * of points that keeps their order never changes: the problem stays the same, and any two
+ * numberings of it that differ by such a renaming have the same canonical items. Everything the
+ * packer then does (orders, ties, budget charges) depends on that order only, so the placement
+ * does not depend on how the points were numbered.
+ */
+std::vector<PackItem> CanonicalTime(const std::vector<PackItem>& items) {
+  std::vector<int64_t> points;
+  points.reserve(items.size() * 2);
+  for (const PackItem& item : items) {
+    points.push_back(item.first);
+    points.push_back(item.last + 1);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  auto rank = [&](int64_t point) {
+    return std::lower_bound(points.begin(), points.end(), point) - points.begin();
+  };
+  std::vector<PackItem> canonical = items;
+  for (PackItem& item : canonical) {
+    int64_t end = rank(item.last + 1);
+    item.first = rank(item.first);
+    item.last = end - 1;
+  }
+  return canonical;
+}
+
+}  // namespace
+
+Packing PackOffsets(const std::vector<PackItem>& numbered_items, const PackOptions& options) {
+  const std::vector<PackItem> items = CanonicalTime(numbered_items);
   int64_t alignment = options.alignment;
   int64_t bound = PeakLiveBytes(items);
   int64_t capacity = options.capacity;

@@ -28,6 +28,10 @@
  * its budget runs out. The result says which (`Packing::optimality`, a code of
  * `optimality::kCodes`).
  *
+ * Only the order of the program points counts, never their values: the items are put on
+ * canonical time first (each first point and each end replaced by its rank), so two numberings
+ * that differ by a renaming keeping the order get the same placement, bit for bit.
+ *
  * The alignment may be any positive integer (the planner takes any multiple of 64, such as 192):
  * offsets are multiples of it, not just of its largest power of two.
  */

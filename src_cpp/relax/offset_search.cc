@@ -53,9 +53,11 @@ struct Block {
    *         its offset stands for. */
   int64_t extent = 0;
   int64_t origin = 0;
-  /*! \brief Keys of the orders of preference: lifetime, bytes x points, the most bytes live
-   *         in one of its sections. */
-  int64_t width = 0, area = 0, load = 0;
+  /*! \brief Keys of the orders of preference (kOrders): its points, its sections, bytes x
+   *         sections, the bytes of the blocks it meets, the most bytes live in one of its
+   *         sections. Time is canonical (PackOffsets ranks the points), so none of them depends
+   *         on how the points were numbered. */
+  int64_t lifetime = 0, sections = 0, area = 0, neighbours = 0, load = 0;
 };
 
 /*! \brief The blocks still to place in a range of sections that no other block still to place
@@ -67,9 +69,28 @@ struct Partition {
 
 enum class Result { kFound, kNotFound, kStepLimit, kSpent };
 
-/*! \brief Orders of preference (most important key first, each descending): T the load of the
- *         busiest section a block lives in, W its lifetime, A its bytes x points. */
-constexpr const char* kOrders[] = {"WAT", "TAW", "TWA", "AWT"};
+/*! \brief Orders of preference (most important key first, each descending): L a block's lifetime
+ *         in points, S the sections it lives in, A its bytes x sections, N the bytes of the
+ *         blocks it meets, T the load of the busiest section it lives in. Two families of four,
+ *         each key first once: on MiniMalloc's 11 instances ranked, the first family alone
+ *         places 6 within their capacity, the second 4, both 8. */
+constexpr const char* kOrders[] = {"LAT", "TAL", "TLA", "ALT", "SNT", "TNS", "TSN", "NST"};
+
+/*! \brief A block's key `key` of kOrders; `load` is T as the search stands. */
+int64_t KeyOf(char key, const Block& block, int64_t load) {
+  switch (key) {
+    case 'L':
+      return block.lifetime;
+    case 'S':
+      return block.sections;
+    case 'A':
+      return block.area;
+    case 'N':
+      return block.neighbours;
+    default:
+      return load;
+  }
+}
 
 }  // namespace
 
@@ -209,7 +230,8 @@ class OffsetSearch::Impl {
         first = std::min(first, m.first);
         end = std::max(end, m.last + 1);
       }
-      b.width = end - first;
+      b.lifetime = end - first;
+      b.sections = b.s1 - b.s0;
       // Runs: per section, the bytes the live members cover, merged where they repeat.
       for (int32_t s = b.s0; s < b.s1; ++s) {
         std::vector<std::pair<int64_t, int64_t>> ranges;
@@ -241,7 +263,7 @@ class OffsetSearch::Impl {
           section_blocks_[s].push_back({static_cast<int32_t>(bi), run.low});
         }
       }
-      for (const Member& m : b.members) b.area += m.bytes * (m.last + 1 - m.first);
+      for (const Member& m : b.members) b.area += m.bytes * (m.s1 - m.s0);
       ++spans[b.s0];
       --spans[b.s1 - 1];  // a block spans the boundaries s0 | s0+1, ..., s1-2 | s1-1
     }
@@ -284,6 +306,9 @@ class OffsetSearch::Impl {
         a.pushes.push_back({order[y], a_to_b});
         b.pushes.push_back({order[x], b_to_a});
       }
+    }
+    for (Block& b : blocks_) {
+      for (const Push& push : b.pushes) b.neighbours += blocks_[push.to].extent;
     }
   }
 
@@ -346,8 +371,8 @@ class OffsetSearch::Impl {
       const Block& a = blocks_[x.second];
       const Block& b = blocks_[y.second];
       for (const char* k = order_; *k; ++k) {
-        int64_t u = *k == 'W' ? a.width : *k == 'A' ? a.area : x.first;
-        int64_t v = *k == 'W' ? b.width : *k == 'A' ? b.area : y.first;
+        int64_t u = KeyOf(*k, a, x.first);
+        int64_t v = KeyOf(*k, b, y.first);
         if (u != v) return u > v;
       }
       return x.second < y.second;

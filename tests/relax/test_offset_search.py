@@ -180,6 +180,62 @@ def test_results_do_not_depend_on_the_run():
     assert first.offsets == second.offsets and first.search_steps == second.search_steps
 
 
+def _renamed(items, rng):
+    """`items` (id, lower, upper, size) with every time point renamed by a random map that keeps
+    their order: gaps between consecutive points from 1 to 1000, the first shifted too."""
+    points = sorted({p for _, lower, upper, _ in items for p in (lower, upper)})
+    renamed, at = {}, rng.randrange(0, 10**6)
+    for point in points:
+        renamed[point] = at
+        at += rng.randrange(1, 1001)
+    return [(ident, renamed[lower], renamed[upper], size) for ident, lower, upper, size in items]
+
+
+def _placed(items, capacity):
+    """The packing of `items` (within `capacity`, when given, or the best found if none fits)."""
+    try:
+        return pack_offsets(items, capacity=capacity, alignment=64, exact_search_ms=200)
+    except DoesNotFitError as err:
+        return err.packing
+
+
+def _outcome(packing):
+    return (
+        packing.offsets,
+        packing.size,
+        packing.algorithm,
+        packing.optimality,
+        packing.greedy_orders,
+        packing.greedy_steps,
+        packing.search_steps,
+    )
+
+
+RENAMED_CASES = [("perfect", seed) for seed in range(6)] + [("random", seed) for seed in range(10)]
+
+
+@pytest.mark.parametrize(("kind", "seed"), RENAMED_CASES)
+def test_a_renaming_of_time_that_keeps_its_order_gives_the_same_placement(kind, seed):
+    """Two instances that differ only by a monotone renaming of their time points are one
+    problem: the packer places them alike, bit for bit (the offsets, what placed them and the
+    steps each phase took), minimizing and within a capacity. Perfect packings of 120 need the
+    exact search, random lifetimes the greedy orders."""
+    rng = random.Random(seed)
+    if kind == "perfect":
+        items = perfect_packing(120, seed)
+    else:
+        items = []
+        for i in range(rng.randrange(20, 80)):
+            lower = rng.randrange(0, 40)
+            items.append((f"t{i}", lower, lower + rng.randrange(1, 12), 64 * rng.randrange(1, 9)))
+    renamed = _renamed(items, rng)
+    assert renamed != items
+    for capacity in (None, 64 * 64 if kind == "perfect" else None):
+        given, other = (_placed(problem, capacity) for problem in (items, renamed))
+        assert _outcome(given) == _outcome(other)
+        assert given.search_steps > 0 or kind == "random"
+
+
 def test_progress_reports_each_greedy_order_then_each_search_try():
     """progress(phase, best, bound) comes after every greedy order, then after every try of the
     exact search; the best size never grows and ends at the packing's size."""
