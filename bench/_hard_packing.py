@@ -247,9 +247,7 @@ def csv_problems(args) -> None:
         )
     print(rule)
     if args.hard_csv_ranked:
-        print(
-            f"placed alike ranked: {same_count} of {len(list(Path(args.hard_csv).glob('*.csv')))}"
-        )
+        print(f"placed alike on ranked time: {same_count} of {len(paths)}")
     if args.minimalloc:
         print(f"slowest ours/MiniMalloc: {worst:.2f}")
 
