@@ -473,8 +473,14 @@ bool ForEachNode(const ObjectRef& node, const std::function<bool(const ObjectRef
       [&](const ObjectRef& n, ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
         if (!n.defined()) return std::nullopt;
         if (!visit(n)) return ffi::VisitInterrupt();
-        if (IsVar(n) || IsTypeNode(n)) return std::nullopt;
-        return engine->DefaultVisitExpected(n).value();
+        switch (NodeKindOf(n->type_index())) {
+          case NodeKind::kOpaque:
+          case NodeKind::kVar:
+          case NodeKind::kConstant:
+            return std::nullopt;
+          default:
+            return engine->DefaultVisitExpected(n).value();
+        }
       });
   return !stopped.has_value();
 }

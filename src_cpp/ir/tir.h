@@ -341,8 +341,9 @@ ObjectRef MapChildStmts(const ObjectRef& stmt,
 /*!
  * \brief Calls `visit` on `node` and every statement and expression inside it, parents first,
  *        until it returns false: one plain walk, without scopes or an analyzer. Variables
- *        (buffers among them) and types are visited but not looked into: their fields are
- *        declarations, not code. False when `visit` stopped the walk.
+ *        (buffers among them), constants, types and operators are visited but not looked
+ *        into: their fields are declarations and literals, not code. False when `visit`
+ *        stopped the walk.
  */
 bool ForEachNode(const ObjectRef& node, const std::function<bool(const ObjectRef&)>& visit);
 

@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "ir/node_kind.h"
 #include "ir/visitor.h"
 #include "relax/ir_names.h"
 
@@ -595,6 +596,27 @@ std::variant<ConcatLayout, std::string> AnalyzeConcatenation(const PrimFunc& pri
   return std::get<std::string>(pure) + "; " + std::get<std::string>(sliced);
 }
 
+namespace {
+
+/*! \brief What WalkParamWrites looks for in a node of a type. */
+enum class WriteSite : uint8_t { kNone = 1, kStore, kMatchBuffer, kDeclBuffer, kCall };
+
+WriteSite ComputeWriteSite(int32_t type_index) {
+  if (BufferStore::Type().IsInstance(type_index)) return WriteSite::kStore;
+  if (MatchBufferRegion::Type().IsInstance(type_index)) return WriteSite::kMatchBuffer;
+  if (DeclBuffer::Type().IsInstance(type_index)) return WriteSite::kDeclBuffer;
+  if (Call::Type().IsInstance(type_index)) return WriteSite::kCall;
+  return WriteSite::kNone;
+}
+
+/*! \brief One table lookup per node: the walk meets tens of thousands of nodes in a model's
+ *         kernels, most of them none of the four, and a type test each costs more. */
+WriteSite WriteSiteOf(int32_t type_index) {
+  return ir::MemoizedByTypeIndex<WriteSite, ComputeWriteSite>(type_index);
+}
+
+}  // namespace
+
 ParamWrites WalkParamWrites(const PrimFunc& prim_func) {
   Array<ObjectRef> params = prim_func.params();
   const Object* output = !params.empty() && Is<Buffer>(params[params.size() - 1])
@@ -605,27 +627,40 @@ ParamWrites WalkParamWrites(const PrimFunc& prim_func) {
   ParamWrites out;
   int output_stores = 0;
   ForEachNode(prim_func.body(), [&](const ObjectRef& node) {
-    if (std::optional<BufferStore> store = As<BufferStore>(node)) {
-      written.insert(store->buffer().get());
-      if (store->buffer().get() == output && ++output_stores == 1) out.output_store = store;
-    } else if (std::optional<MatchBufferRegion> match = As<MatchBufferRegion>(node)) {
-      written.insert(match->source().buffer().get());
-    } else if (std::optional<DeclBuffer> decl = As<DeclBuffer>(node)) {
-      if (std::optional<Buffer> viewed = decl->viewed_buffer()) written.insert(viewed->get());
-    } else if (std::optional<Call> call = As<Call>(node); call && TakesBufferAddress(*call)) {
-      // The address may reach an extern call that writes through it.
-      bool known = false;
-      for (const ObjectRef& arg : call->args()) {
-        if (std::optional<BufferLoad> load = As<BufferLoad>(arg)) {
-          written.insert(load->buffer().get());
-          known = true;
-        } else if (Is<Buffer>(arg)) {
-          written.insert(arg.get());
-          known = true;
-        }
+    switch (WriteSiteOf(node->type_index())) {
+      case WriteSite::kNone:
+        return true;
+      case WriteSite::kStore: {
+        BufferStore store(node);
+        written.insert(store.buffer().get());
+        if (store.buffer().get() == output && ++output_stores == 1) out.output_store = store;
+        return true;
       }
-      unknown_address = unknown_address || !known;
+      case WriteSite::kMatchBuffer:
+        written.insert(MatchBufferRegion(node).source().buffer().get());
+        return true;
+      case WriteSite::kDeclBuffer:
+        if (std::optional<Buffer> viewed = DeclBuffer(node).viewed_buffer()) {
+          written.insert(viewed->get());
+        }
+        return true;
+      case WriteSite::kCall:
+        break;
     }
+    Call call(node);
+    if (!TakesBufferAddress(call)) return true;
+    // The address may reach an extern call that writes through it.
+    bool known = false;
+    for (const ObjectRef& arg : call.args()) {
+      if (std::optional<BufferLoad> load = As<BufferLoad>(arg)) {
+        written.insert(load->buffer().get());
+        known = true;
+      } else if (Is<Buffer>(arg)) {
+        written.insert(arg.get());
+        known = true;
+      }
+    }
+    unknown_address = unknown_address || !known;
     return true;
   });
   if (output_stores != 1) out.output_store = std::nullopt;
