@@ -115,8 +115,8 @@ class Analysis {
     InplaceCandidate decision = Decide(index, *call, effect);
     if (decision->inplace) {
       // The result now is the reused argument's storage.
-      std::string where = Quoted(var.name());
-      flow_.Define(var.ref(), Value{flow_.Eval(decision->reused, index, where).roots, nullptr});
+      Value reused = flow_.Eval(decision->reused, index, Where::BindingOf(index));
+      flow_.Define(var.ref(), Value{std::move(reused.roots), nullptr});
       candidates_.push_back(Candidate{decisions_.size(), index});
     } else {
       flow_.Define(var.ref(), flow_.StepValue(index, &effect));
@@ -184,14 +184,15 @@ class Analysis {
       switch (root.kind) {
         case RootKind::kAllocated:
           break;
-        case RootKind::kParam:
-          return root.origin == arg
-                     ? arg + " is a function parameter (the caller owns it)"
-                     : arg + " may refer to parameter " + root.origin + " (the caller owns it)";
+        case RootKind::kParam: {
+          std::string param = flow_.Origin(id);
+          return param == arg ? arg + " is a function parameter (the caller owns it)"
+                              : arg + " may refer to parameter " + param + " (the caller owns it)";
+        }
         case RootKind::kConstant:
-          return arg + " may refer to constant storage (" + root.origin + ")";
+          return arg + " may refer to constant storage (" + flow_.Origin(id) + ")";
         case RootKind::kForeign:
-          return arg + " may refer to storage returned by " + root.origin;
+          return arg + " may refer to storage returned by " + flow_.Origin(id);
       }
       if (!root.escape.empty()) return arg + " may refer to storage " + root.escape;
     }

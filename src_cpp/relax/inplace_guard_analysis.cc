@@ -157,7 +157,7 @@ class WriteAnalysis {
     std::string reason;
     if (r.kind == RootKind::kConstant) {
       code = inplace_write::kConstant;
-      reason = argument + " may refer to constant storage (" + r.origin +
+      reason = argument + " may refer to constant storage (" + values().Origin(root) +
                "): every later call would read what this one wrote";
     } else if (r.kind == RootKind::kParam) {
       code = inplace_write::kParameter;

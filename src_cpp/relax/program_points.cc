@@ -7,8 +7,8 @@
 #include <tvm/ffi/extra/structural_visit.h>
 
 #include <algorithm>
-#include <unordered_set>
 
+#include "ir/node_kind.h"
 #include "relax/ir_names.h"
 
 namespace tvm_memplan {
@@ -121,18 +121,26 @@ bool CanFollow(const Step& earlier, const Step& later) {
 
 std::vector<const Object*> UsedVars(const ObjectRef& expr) {
   std::vector<const Object*> vars;
-  std::unordered_set<const Object*> seen;
   if (!expr.defined()) return vars;
   ffi::StructuralVisit(expr,
                        [&](const ObjectRef& node,
                            ffi::StructuralVisitorObj* engine) -> Optional<ffi::VisitInterrupt> {
                          if (!node.defined()) return std::nullopt;
-                         if (IsVar(node)) {
-                           if (seen.insert(node.get()).second) vars.push_back(node.get());
-                           return std::nullopt;  // a var's type holds no uses
-                         }
-                         if (IsTypeNode(node) || IsOpNode(node) || IsGlobalVar(node)) {
-                           return std::nullopt;
+                         switch (ir::NodeKindOf(node->type_index())) {
+                           case ir::NodeKind::kVar:
+                             // A step reads a handful of variables: a scan beats a hash set.
+                             if (std::find(vars.begin(), vars.end(), node.get()) == vars.end()) {
+                               vars.push_back(node.get());
+                             }
+                             return std::nullopt;       // a var's type holds no uses
+                           case ir::NodeKind::kOpaque:  // types (struct info), operators
+                           case ir::NodeKind::kConstant:
+                             return std::nullopt;
+                           case ir::NodeKind::kExpr:
+                             if (IsGlobalVar(node)) return std::nullopt;
+                             break;
+                           default:
+                             break;
                          }
                          engine->DefaultVisitExpected(node).value();
                          return std::nullopt;

@@ -57,9 +57,27 @@ StorageFlow::StorageFlow(const std::vector<Step>& steps) : steps_(steps) {
   }
 }
 
-RootId StorageFlow::NewRoot(RootKind kind, std::string origin, int64_t step) {
-  roots_.push_back(Root{kind, std::move(origin), "", step, {}});
+RootId StorageFlow::NewRoot(RootKind kind, Where origin, int64_t step, OriginForm form) {
+  roots_.push_back(Root{kind, form, std::move(origin), "", step, {}});
   return static_cast<RootId>(roots_.size() - 1);
+}
+
+std::string StorageFlow::Text(const Where& where) const {
+  if (where.step_ < 0) return where.phrase_;
+  return Quoted(steps_[where.step_].binding->var().name());
+}
+
+std::string StorageFlow::Origin(RootId id) const {
+  const Root& root = roots_[id];
+  switch (root.form) {
+    case OriginForm::kAt:
+      return Text(root.where);
+    case OriginForm::kResultOf:
+      return "the result of " + Text(root.where);
+    case OriginForm::kFromConstants:
+      return Text(root.where) + ", computed from constants only";
+  }
+  return Text(root.where);
 }
 
 void StorageFlow::Define(const ObjectRef& var, Value value) {
@@ -89,23 +107,23 @@ bool StorageFlow::OnlyConstants(const RootSet& roots) const {
                      [&](RootId r) { return roots_[r].kind == RootKind::kConstant; });
 }
 
-Value StorageFlow::Fresh(const ObjectRef& type, RootKind kind, const std::string& origin,
+Value StorageFlow::Fresh(const ObjectRef& type, RootKind kind, const Where& origin, OriginForm form,
                          int64_t step) {
   if (std::optional<TupleType> tuple = As<TupleType>(type)) {
     std::vector<Value> fields;
     for (const ObjectRef& field : tuple->fields()) {
-      fields.push_back(Fresh(field, kind, origin, step));
+      fields.push_back(Fresh(field, kind, origin, form, step));
     }
     return TupleOf(std::move(fields));
   }
-  return Value{{NewRoot(kind, origin, step)}, nullptr};
+  return Value{{NewRoot(kind, origin, step, form)}, nullptr};
 }
 
-Value StorageFlow::Opaque(const RootSet& args, const std::string& origin, int64_t step) {
+Value StorageFlow::Opaque(const RootSet& args, const Where& origin, int64_t step) {
   return Value{Union(args, {NewRoot(RootKind::kForeign, origin, step)}), nullptr};
 }
 
-Value StorageFlow::Eval(const ObjectRef& expr, int64_t step, const std::string& where) {
+Value StorageFlow::Eval(const ObjectRef& expr, int64_t step, const Where& where) {
   if (!expr.defined()) return {};
   // Scalars (prim values, shape variables) and strings hold no tensor storage.
   if (IsPrimExpr(expr) || IsStringImm(expr)) return {};
@@ -133,8 +151,8 @@ Value StorageFlow::Eval(const ObjectRef& expr, int64_t step, const std::string& 
     for (const Object* var : UsedVars(expr)) {
       if (const Value* value = Find(var)) captured = Union(captured, value->roots);
     }
-    Escape(captured, "captured by the closure " + where);
-    return Opaque(captured, "the closure " + where, step);
+    Escape(captured, "captured by the closure " + Text(where));
+    return Opaque(captured, "the closure " + Text(where), step);
   }
   if (Is<ir::relax::ShapeExpr>(expr) || IsGlobalVar(expr) || IsExternFunc(expr)) {
     return {};
@@ -144,31 +162,30 @@ Value StorageFlow::Eval(const ObjectRef& expr, int64_t step, const std::string& 
   for (const Object* var : UsedVars(expr)) {
     if (const Value* value = Find(var)) used = Union(used, value->roots);
   }
-  return Opaque(used, "the " + TypeKeyOf(expr) + " at " + where, step);
+  return Opaque(used, "the " + TypeKeyOf(expr) + " at " + Text(where), step);
 }
 
 Value StorageFlow::CallResult(const Call& call, const MemoryEffect& effect, int64_t step,
-                              const std::string& where) {
+                              const Where& where) {
   using Kind = MemoryEffect::Kind;
   Array<ObjectRef> call_args = call.args();
   RootSet args;
   for (const ObjectRef& arg : call_args) args = Union(args, Eval(arg, step, where).roots);
   // A call of a function value (a closure variable) may also return what it captured.
-  bool calls_value = call.op_name().empty() && !IsGlobalVar(call.op()) && !IsExternFunc(call.op());
+  bool calls_op = IsOpNode(call.op());
+  bool calls_value = !calls_op && !IsGlobalVar(call.op()) && !IsExternFunc(call.op());
   if (calls_value) args = Union(args, Eval(call.op(), step, where).roots);
-  if (effect.escapes) Escape(args, "passed to " + effect.what + " at " + where);
+  if (effect.escapes) Escape(args, "passed to " + effect.what + " at " + Text(where));
   ObjectRef type = TypeOf(call.ref());
   bool from_constants = effect.folds_to_constant ||
                         (effect.allocator == MemoryEffect::Allocator::kNone && OnlyConstants(args));
   RootKind fresh_kind = from_constants ? RootKind::kConstant : RootKind::kAllocated;
-  std::string fresh_origin = fresh_kind == RootKind::kConstant
-                                 ? where + ", computed from constants only"
-                                 : "the result of " + where;
+  OriginForm fresh_form = from_constants ? OriginForm::kFromConstants : OriginForm::kResultOf;
   switch (effect.kind) {
     case Kind::kAllocate:
-      return Fresh(type, fresh_kind, fresh_origin, step);
+      return Fresh(type, fresh_kind, where, fresh_form, step);
     case Kind::kMaybeView:
-      return Value{Union(args, Fresh(type, fresh_kind, fresh_origin, step).roots), nullptr};
+      return Value{Union(args, Fresh(type, fresh_kind, where, fresh_form, step).roots), nullptr};
     case Kind::kView:
       if (effect.source >= 0 && effect.source < static_cast<int64_t>(call_args.size())) {
         return Value{Eval(call_args[effect.source], step, where).roots, nullptr};
@@ -183,7 +200,7 @@ Value StorageFlow::CallResult(const Call& call, const MemoryEffect& effect, int6
       Array<ObjectRef> fields = tuple->fields();
       auto output = [&](int64_t index, const ObjectRef& output_type) -> Value {
         if (index < 0)
-          return Fresh(output_type, RootKind::kAllocated, "the result of " + where, step);
+          return Fresh(output_type, RootKind::kAllocated, where, OriginForm::kResultOf, step);
         if (index >= static_cast<int64_t>(fields.size())) return Opaque(args, where, step);
         return Eval(fields[index], step, where);
       };
@@ -199,14 +216,14 @@ Value StorageFlow::CallResult(const Call& call, const MemoryEffect& effect, int6
       return TupleOf(std::move(values));
     }
     case Kind::kOpaque:
-      return Opaque(args, call.op_name().empty() ? "the call at " + where : where, step);
+      return Opaque(args, calls_op ? where : Where("the call at " + Text(where)), step);
   }
   return Opaque(args, where, step);
 }
 
 Value StorageFlow::StepValue(int64_t index, const MemoryEffect* effect) {
   const Step& step = steps_[index];
-  std::string where = "`" + step.binding->var().name() + "`";
+  Where where = Where::BindingOf(index);
   if (step.kind == Step::Kind::kIfResult) {
     return Join(Eval(step.true_result, index, where), Eval(step.false_result, index, where));
   }

@@ -66,10 +66,42 @@ enum class RootKind {
   kForeign,
 };
 
+/*!
+ * \brief Where the analysis stands, for messages: the binding of a step (written "`x`"), or a
+ *        phrase. Written out only when a message needs it (StorageFlow::Text), not per step.
+ */
+class Where {
+ public:
+  Where(std::string phrase) : phrase_(std::move(phrase)) {}  // NOLINT(runtime/explicit)
+  Where(const char* phrase) : phrase_(phrase) {}             // NOLINT(runtime/explicit)
+  /*! \brief The binding (or `if` merge) of step `step`. */
+  static Where BindingOf(int64_t step) {
+    Where where("");
+    where.step_ = step;
+    return where;
+  }
+
+ private:
+  friend class StorageFlow;
+  int64_t step_ = -1;
+  std::string phrase_;
+};
+
+/*! \brief How a root's origin reads, around its Where. */
+enum class OriginForm {
+  /*! \brief The Where itself. */
+  kAt,
+  /*! \brief "the result of <where>". */
+  kResultOf,
+  /*! \brief "<where>, computed from constants only". */
+  kFromConstants,
+};
+
 struct Root {
   RootKind kind;
-  /*! \brief Where the storage comes from, for messages. */
-  std::string origin;
+  /*! \brief Where the storage comes from, for messages (StorageFlow::Origin writes it out). */
+  OriginForm form = OriginForm::kAt;
+  Where where;
   /*! \brief Non-empty once the storage escaped (impure call, closure): why. */
   std::string escape;
   /*! \brief The step that created the root (-1: a parameter). */
@@ -84,7 +116,7 @@ class StorageFlow {
   explicit StorageFlow(const std::vector<Step>& steps);
 
   /*! \brief A new root created at `step`. */
-  RootId NewRoot(RootKind kind, std::string origin, int64_t step);
+  RootId NewRoot(RootKind kind, Where origin, int64_t step, OriginForm form = OriginForm::kAt);
   /*! \brief Bind `var` to `value`: its roots are read wherever the var is. */
   void Define(const ObjectRef& var, Value value);
   /*! \brief Mark `roots` as escaped, for `why` (the first reason is kept). */
@@ -95,21 +127,26 @@ class StorageFlow {
    *        items, shapes; closures (what they capture escapes) and anything else (opaque).
    *        Calls go through CallResult.
    */
-  Value Eval(const ObjectRef& expr, int64_t step, const std::string& where);
+  Value Eval(const ObjectRef& expr, int64_t step, const Where& where);
   /*! \brief The value of `call`, whose effect is `effect`, at `step` (arguments that escape
    *         are marked). */
   Value CallResult(const ir::Call& call, const MemoryEffect& effect, int64_t step,
-                   const std::string& where);
+                   const Where& where);
   /*! \brief The value the binding or `if` merge of kBinding / kIfResult `step` defines. */
   Value StepValue(int64_t step, const MemoryEffect* effect);
 
   /*! \brief Fresh storage for a result of type `type` (one root per tensor of a tuple). */
-  Value Fresh(const ObjectRef& type, RootKind kind, const std::string& origin, int64_t step);
+  Value Fresh(const ObjectRef& type, RootKind kind, const Where& origin, OriginForm form,
+              int64_t step);
   /*! \brief A result that may be any of `args` or storage of unknown origin. */
-  Value Opaque(const RootSet& args, const std::string& origin, int64_t step);
+  Value Opaque(const RootSet& args, const Where& origin, int64_t step);
 
   const Value* Find(const Object* var) const;
   const Root& root(RootId id) const { return roots_[id]; }
+  /*! \brief Where root `id`'s storage comes from: "the result of `x`", "a parameter", ... */
+  std::string Origin(RootId id) const;
+  /*! \brief `where` written out. */
+  std::string Text(const Where& where) const;
   bool OnlyConstants(const RootSet& roots) const;
 
  private:
