@@ -56,14 +56,10 @@ INPLACE_VARIANTS = {
     "memplan": lambda: tvm_memplan.transform.DataflowUseInplaceCalls(planner="memplan", gpu=False),
 }
 # Our passes in tvm_memplan.compile and the stock passes they replace in tvm.compile.
-OURS_INPLACE = "tvm_memplan.DataflowUseInplaceCalls"
+OURS_INPLACE = pass_names.INPLACE
 PLANNERS = (pass_names.PLANNER, pass_names.STOCK_PLANNER)
-TIR_OURS = (
-    "tvm_memplan.CompactBufferAllocation",
-    "tvm_memplan.TagAllocationPlacement",
-    "tvm_memplan.LowerTVMBuiltin",
-)
-TIR_STOCK = ("s_tir.CompactBufferAllocation", "tirx.LowerTVMBuiltin")
+TIR_OURS = (pass_names.COMPACTION, pass_names.PLACEMENT, pass_names.LOWER_BUILTIN)
+TIR_STOCK = (pass_names.STOCK_COMPACTION, pass_names.STOCK_LOWER_BUILTIN)
 
 
 def best_of(variants: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:

@@ -23,7 +23,9 @@ relax_pipeline=pipeline)``) and ours (``tvm_memplan.relax_pipeline(pipeline)`` a
    bytes, their max as ``mlc_llm compile`` reports it), with CUDA graphs on and off;
 6. with ``--planner-time ROUNDS``, the planner pass alone: TVM's StaticPlanBlockMemory and ours
    on the IR MLC-LLM's pipeline hands ours (the best of interleaved rounds; choose the depth
-   with ``--set num_hidden_layers=N``).
+   with ``--set num_hidden_layers=N``);
+7. with ``--pass-split``, where the whole builds' times differ: the passes only stock runs (the
+   ones ours replaces), the passes only ours runs, and all the others, which both run.
 
 The package does not import here as a whole (``import mlc_llm`` loads its serving runtime, whose
 C++ library is absent, and its model registry imports models written for another TVM), and the
@@ -38,7 +40,7 @@ hint) and the kernels writing logits stay outside every graph in both builds.
 
     PYTHONPATH=python python tools/mlc_llm_cuda_graphs.py [MLC_PYTHON] [--models llama,qwen2]
         [--quantization q4f16_1] [--set prefill_chunk_size=2048] [--functions] [--kernels]
-        [--plans] [--planner-time ROUNDS] [--unstub PASS]
+        [--plans] [--planner-time ROUNDS] [--pass-split] [--unstub PASS]
 
 Exit status: 0 when ours holds everywhere, 1 when it falls short somewhere, 2 on bad input.
 """
@@ -46,6 +48,7 @@ Exit status: 0 when ours holds everywhere, 1 when it falls short somewhere, 2 on
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import dataclasses
 import importlib
@@ -323,6 +326,8 @@ class Build:
     #: Seconds of the whole build with CUDA graphs on: the best of interleaved rounds (0: not
     #: timed, a build failed).
     seconds: float = 0.0
+    #: In that round, each pass's own seconds (less its inner passes'), per pass name.
+    pass_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     #: Entry checks: all of them; inside a captured function; after the first graph of their
     #: function (too late to guard it).
     checks: int = 0
@@ -467,19 +472,42 @@ def _measure(build_fn: Callable[[], object], config: dict, target) -> Build:
     return result
 
 
+@tvm.instrument.pass_instrument
+class PassSelfTimes:
+    """Seconds per pass name, each pass's own: its time less that of the passes it runs inside
+    (a Sequential's is next to nothing; TVM's CompactBufferAllocation runs passes too)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = collections.defaultdict(float)
+        self._open: list[list[float]] = []  # per running pass: [start, seconds of inner passes]
+
+    def run_before_pass(self, _mod, _info):
+        self._open.append([time.perf_counter(), 0.0])
+
+    def run_after_pass(self, _mod, info):
+        start, inner = self._open.pop()
+        elapsed = time.perf_counter() - start
+        self.seconds[info.name] += elapsed - inner
+        if self._open:
+            self._open[-1][1] += elapsed
+
+
 def _time_builds(builds: dict[str, Build], build_fns: dict, config: dict, rounds: int) -> None:
     """Each build's best time over ``rounds`` interleaved rounds (stock, ours, stock, ...), with
-    CUDA graphs on, once the measured builds have warmed up what both share."""
+    CUDA graphs on, once the measured builds have warmed up what both share; and the seconds of
+    its passes in that round."""
     on = {**config, USE_CUDA_GRAPH: True}
     best = {who: float("inf") for who in build_fns}
     for _ in range(rounds):
         for who, build_fn in build_fns.items():
-            with tvm.transform.PassContext(config=on):  # as _measure's trace builds
+            times = PassSelfTimes()
+            with tvm.transform.PassContext(config=on, instruments=[times]):  # as _measure's
                 start = time.perf_counter()
                 build_fn()
-                best[who] = min(best[who], time.perf_counter() - start)
-    for who, seconds in best.items():
-        builds[who].seconds = seconds
+                seconds = time.perf_counter() - start
+            if seconds < best[who]:
+                best[who] = seconds
+                builds[who].seconds, builds[who].pass_seconds = seconds, dict(times.seconds)
 
 
 def optimization_flags():
@@ -659,6 +687,47 @@ def print_planner_time(results: list[ModelResult], rounds: int) -> None:
         )
     print("-" * len(header))
     print(f"best of {rounds} interleaved rounds, on the planner's input with CUDA graphs on")
+
+
+def print_pass_split(results: list[ModelResult]) -> None:
+    """Where the whole builds' times differ: the stock passes ours replaces, in stock's build;
+    ours in their place (and whatever of the stock ones still runs), in ours; and every other
+    pass, which both builds run. Each build in its fastest timed round, each pass's own time."""
+    header = (
+        f"{'model':<8} {'build s':>11} {'ratio':>6} | {'replaced ms':>11} {'ours ms':>8} "
+        f"{'ratio':>6} | {'the rest s':>11} {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        stock, ours = r.stock.pass_seconds, r.ours.pass_seconds
+        if not stock or not ours:
+            print(f"{r.name:<8} (not timed: a build failed)")
+            continue
+        swapped = pass_names.OURS_IN_PLACE_OF_STOCK + pass_names.STOCK_REPLACED
+        replaced = sum(stock.get(n, 0.0) for n in pass_names.STOCK_REPLACED)
+        instead = sum(ours.get(n, 0.0) for n in swapped)
+        rest = [r.stock.seconds - replaced, r.ours.seconds - instead]
+        print(
+            f"{r.name:<8} {r.stock.seconds:>5.1f}/{r.ours.seconds:<5.1f} "
+            f"{r.ours.seconds / r.stock.seconds:>6.3f} | {replaced * 1e3:>11.1f} "
+            f"{instead * 1e3:>8.1f} {instead / replaced if replaced else float('inf'):>6.2f} | "
+            f"{rest[0]:>5.1f}/{rest[1]:<5.1f} {rest[1] / rest[0]:>6.3f}"
+        )
+        for who, side, names in (
+            ("stock", stock, pass_names.STOCK_REPLACED),
+            ("ours", ours, swapped),
+        ):
+            timed = ", ".join(f"{n} {side[n] * 1e3:.1f}" for n in names if side.get(n))
+            print(f"  {who}: {timed}")
+    print("-" * len(header))
+    print(
+        "build s: stock/ours, as above; replaced: the stock passes ours replaces, in stock's "
+        "build, ms; ours: our passes in their place (the stock ones too where they still run), "
+        "in ours, ms; the rest: the build less those, stock/ours, s (passes both run, code "
+        "generation; run to run it alone moves by several percent). Each pass's own time, less "
+        "that of the passes it runs."
+    )
 
 
 def print_table(results: list[ModelResult], functions: bool, kernels: bool) -> None:
@@ -859,6 +928,11 @@ def main() -> int:
         help="time TVM's planner pass and ours on the same IR, best of ROUNDS interleaved rounds",
     )
     parser.add_argument(
+        "--pass-split",
+        action="store_true",
+        help="split the whole builds' times: the passes only stock runs, only ours, and both",
+    )
+    parser.add_argument(
         "--kernels", action="store_true", help="per function, the kernels of each graph too"
     )
     parser.add_argument(
@@ -879,6 +953,9 @@ def main() -> int:
     if args.plans:
         print()
         holds = print_plans(results) and holds
+    if args.pass_split:
+        print()
+        print_pass_split(results)
     if args.planner_time > 0:
         print()
         print_planner_time(results, args.planner_time)
