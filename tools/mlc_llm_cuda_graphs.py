@@ -24,8 +24,9 @@ relax_pipeline=pipeline)``) and ours (``tvm_memplan.relax_pipeline(pipeline)`` a
 6. with ``--planner-time ROUNDS``, the planner pass alone: TVM's StaticPlanBlockMemory and ours
    on the IR MLC-LLM's pipeline hands ours (the best of interleaved rounds; choose the depth
    with ``--set num_hidden_layers=N``);
-7. with ``--pass-split``, where the whole builds' times differ: the passes only stock runs (the
-   ones ours replaces), the passes only ours runs, and all the others, which both run.
+7. with ``--pass-split``, where the whole builds' times differ, each pass by its own time: the
+   stock passes ours replaces (``pass_names.STOCK_REPLACED``) in stock's build, ours in their
+   place in ours, and the rest of each build.
 
 The package does not import here as a whole (``import mlc_llm`` loads its serving runtime, whose
 C++ library is absent, and its model registry imports models written for another TVM), and the
@@ -930,7 +931,7 @@ def main() -> int:
     parser.add_argument(
         "--pass-split",
         action="store_true",
-        help="split the whole builds' times: the passes only stock runs, only ours, and both",
+        help="split the whole builds' times: the stock passes ours replaces, ours, the rest",
     )
     parser.add_argument(
         "--kernels", action="store_true", help="per function, the kernels of each graph too"

@@ -27,12 +27,14 @@ LOWER_BUILTIN = transform.LowerTVMBuiltin().info.name
 #: The stock TIR passes that ours replace in the memplan TIR pipeline.
 STOCK_COMPACTION = tvm.s_tir.transform.CompactBufferAllocation().info.name
 STOCK_LOWER_BUILTIN = tvm.tirx.transform.LowerTVMBuiltin().info.name
-#: What a "memplan" build runs in place of stock's: our passes (the in-place pass and
-#: TagAllocationPlacement have no stock counterpart in the default pipelines), and the stock
-#: passes they replace. Compile-time splits (bench/compile_time.py (c),
-#: tools/mlc_llm_cuda_graphs.py --pass-split) read both from here.
+#: TVM's DataflowUseInplaceCalls, which ours replaces where a pipeline runs it (MLC-LLM's does
+#: not; ours runs there all the same).
+STOCK_INPLACE = tvm.relax.transform.DataflowUseInplaceCalls().info.name
+#: What a "memplan" build runs in place of stock's: our passes (TagAllocationPlacement has no
+#: stock counterpart), and the stock passes they replace. Compile-time splits
+#: (tools/mlc_llm_cuda_graphs.py --pass-split) read both from here.
 OURS_IN_PLACE_OF_STOCK = (PLANNER, INPLACE, COMPACTION, PLACEMENT, LOWER_BUILTIN)
-STOCK_REPLACED = (STOCK_PLANNER, STOCK_COMPACTION, STOCK_LOWER_BUILTIN)
+STOCK_REPLACED = (STOCK_PLANNER, STOCK_INPLACE, STOCK_COMPACTION, STOCK_LOWER_BUILTIN)
 #: The in-place pass then LegalizeOps (CPUs), as a pass and as the pipelines' wrapper.
 LEGALIZE = transform.LegalizeOpsAfterInplaceCalls().info.name
 #: The pipelines' wrappers: the in-place pass then RewriteDataflowReshape,
