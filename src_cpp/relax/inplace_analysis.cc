@@ -337,7 +337,7 @@ class Analysis {
       return "the PrimFunc " + Quoted(name) +
              " only moves data: RewriteDataflowReshape may turn the call into a view";
     }
-    if (gpu_ && !HasThreadBindings(prim_func)) {
+    if (gpu_ && !context_->IsScheduled(prim_func)) {
       return "the target is a GPU and the PrimFunc " + Quoted(name) +
              " is not scheduled yet (no thread bindings): the schedule rules (dlight) that "
              "may still run cannot schedule an in-place PrimFunc";
@@ -556,6 +556,13 @@ const std::optional<std::string>& InplaceContext::CheckPrimFunc(
   if (it != prim_func_checks_.end()) return it->second;
   keep_alive_.push_back(prim_func.ref());
   return prim_func_checks_.emplace(key, CheckInplacePrimFunc(prim_func, inputs)).first->second;
+}
+
+bool InplaceContext::IsScheduled(const PrimFunc& prim_func) {
+  auto it = scheduled_.find(prim_func.get());
+  if (it != scheduled_.end()) return it->second;
+  keep_alive_.push_back(prim_func.ref());
+  return scheduled_.emplace(prim_func.get(), HasThreadBindings(prim_func)).first->second;
 }
 
 std::vector<InplaceCandidate> AnalyzeInplace(const Function& func, const ObjectRef& mod,

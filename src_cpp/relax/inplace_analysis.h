@@ -44,6 +44,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -66,13 +67,17 @@ class InplaceContext {
    */
   const std::optional<std::string>& CheckPrimFunc(const ir::PrimFunc& prim_func,
                                                   const std::vector<int64_t>& inputs);
+  /*! \brief HasThreadBindings(prim_func) (relax/inplace_prim_func.h), once per PrimFunc: a
+   *         call binding asks it of its callee, and a model's layers call the same kernels. */
+  bool IsScheduled(const ir::PrimFunc& prim_func);
 
  private:
   OpLegalizer legalizer_;
   PrimFuncFacts facts_;
   std::map<std::pair<const Object*, std::vector<int64_t>>, std::optional<std::string>>
       prim_func_checks_;
-  std::vector<ObjectRef> keep_alive_;  // PrimFuncs keyed by address in prim_func_checks_
+  std::unordered_map<const Object*, bool> scheduled_;
+  std::vector<ObjectRef> keep_alive_;  // PrimFuncs keyed by address in the maps above
 };
 
 /*!
