@@ -130,6 +130,7 @@ bool Function::plans_dynamic_output() const {
 }
 
 ObjectRef TypeOf(const ObjectRef& expr) { return ExprType(expr); }
+bool IsFuncType(const ObjectRef& type) { return schema::type::FuncType.IsInstance(type); }
 
 bool HoldsNoStorage(const ObjectRef& type) {
   return schema::type::PrimType.IsInstance(type) || schema::type::ShapeType.IsInstance(type);

@@ -135,6 +135,10 @@ class TupleType : public NodeView {
 
 /*! \brief The type of a Relax expression (its `ty` field). */
 ObjectRef TypeOf(const ObjectRef& expr);
+/*! \brief Whether `type` is a relax.FuncType: a GlobalVar has one where the parser or a
+ *         BlockBuilder added its function (`IRModule({gv: func})` leaves it untyped), and
+ *         call_tir needs one of its callee. */
+bool IsFuncType(const ObjectRef& type);
 
 /*! \brief Whether a value of `type` holds no storage: a scalar (ir.PrimType) or a shape
  *         (relax.ShapeType). */

@@ -4,12 +4,15 @@
  */
 #include "relax/inplace_rewrite.h"
 
+#include <tvm/ffi/extra/structural_equal.h>
 #include <tvm/ffi/extra/structural_visit.h>
 #include <tvm/ffi/reflection/registry.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -123,10 +126,7 @@ void CollectGlobalVars(const ObjectRef& func, std::unordered_set<const Object*>*
 class Rewrite {
  public:
   Rewrite(const IRModule& mod, const InplaceOptionsObj& options, InplaceContext* context)
-      : mod_(mod),
-        options_(options),
-        builder_(mod.ref()),
-        context_(context != nullptr ? *context : own_context_) {}
+      : mod_(mod), options_(options), context_(context != nullptr ? *context : own_context_) {}
 
   InplaceRewriteResult Run() {
     // Name order, so that the names of added PrimFuncs do not depend on map iteration.
@@ -150,7 +150,8 @@ class Rewrite {
     }
     stats_->signatures_legalized = static_cast<int64_t>(context_.legalizer().num_legalized());
     if (rewritten.empty()) return {mod_, stats_};
-    Map<ObjectRef, ObjectRef> result = builder_.ContextModule().functions();
+    Map<ObjectRef, ObjectRef> result = mod_.functions();
+    for (const auto& [gv, func] : builder_.ContextModule().functions()) result.Set(gv, func);
     for (const auto& [gv, func] : rewritten) result.Set(gv, func);
     RemoveReplacedPrimFuncs(&result);
     return {mod_.WithFunctions(result), stats_};
@@ -201,24 +202,76 @@ class Rewrite {
     }
   }
 
-  /*! \brief The GlobalVar of the in-place variant of a decision's PrimFunc (added once). */
+  /*!
+   * \brief The GlobalVar of the in-place variant of a decision's PrimFunc, added once: an equal
+   *        PrimFunc of the module or added before is shared, a new one named
+   *        `<name>_inplace` (then `<name>_inplace1`, ...: the first name no function has).
+   */
   ObjectRef InplacePrimFunc(const InplaceCandidateObj& decision) {
     auto key = std::make_pair(decision.prim_func->get(), decision.tuple_indices);
     auto it = prim_funcs_.find(key);
     if (it != prim_funcs_.end()) return it->second;
-    size_t before = builder_.ContextModule().functions().size();
-    ObjectRef gv =
-        builder_.AddFunction(MakeInplacePrimFunc(*decision.prim_func, decision.tuple_indices).ref(),
-                             decision.prim_func_name + "_inplace");
-    if (builder_.ContextModule().functions().size() > before) ++stats_->prim_funcs_added;
     keep_alive_.push_back(decision.prim_func->ref());
+    PrimFunc inplace = MakeInplacePrimFunc(*decision.prim_func, decision.tuple_indices);
+    if (std::optional<ObjectRef> equal = EqualModulePrimFunc(inplace)) {
+      return prim_funcs_.emplace(key, *equal).first->second;
+    }
+    size_t before = builder_.ContextModule().functions().size();
+    ObjectRef gv = builder_.AddFunction(inplace.ref(), FreshName(decision.prim_func_name));
+    if (builder_.ContextModule().functions().size() > before) {
+      ++stats_->prim_funcs_added;
+      names_.insert(GlobalVarName(gv));
+    }
     return prim_funcs_.emplace(key, gv).first->second;
+  }
+
+  /*!
+   * \brief A PrimFunc of the input module structurally equal to `func`, as BlockBuilder's
+   *        AddFunction would share it. Its own search hashes every function of its context
+   *        module on first use (a model's weights and every kernel); here only the PrimFuncs
+   *        with as many parameters are compared, and the first mismatch ends a comparison.
+   *        A GlobalVar without a function type is not shared: call_tir_inplace cannot call it.
+   */
+  std::optional<ObjectRef> EqualModulePrimFunc(const PrimFunc& func) {
+    if (!indexed_) {
+      indexed_ = true;
+      for (const auto& [gv, f] : mod_.functions()) {
+        if (Is<PrimFunc>(f) && IsFuncType(TypeOf(gv))) {
+          by_arity_.emplace(PrimFunc(f).params().size(), gv);
+        }
+      }
+    }
+    auto [first, last] = by_arity_.equal_range(func.params().size());
+    for (auto it = first; it != last; ++it) {
+      if (ffi::StructuralEqual::Equal(mod_.functions().at(it->second), func.ref())) {
+        return it->second;
+      }
+    }
+    return std::nullopt;
+  }
+
+  /*! \brief `<name>_inplace`, or with the first number that makes it a name no function of the
+   *         module or added before has (dots become underscores, as BlockBuilder names them). */
+  std::string FreshName(const std::string& prim_func_name) {
+    if (names_.empty()) {
+      for (const auto& [gv, f] : mod_.functions()) names_.insert(GlobalVarName(gv));
+    }
+    std::string base = prim_func_name + "_inplace";
+    std::replace(base.begin(), base.end(), '.', '_');
+    std::string name = base;
+    for (int n = 1; names_.count(name); ++n) name = base + std::to_string(n);
+    return name;
   }
 
   IRModule mod_;
   const InplaceOptionsObj& options_;
   PassDump dump_{"DataflowUseInplaceCalls"};
+  /*! \brief Over an empty module: holds the in-place PrimFuncs added (shared when equal). */
   BlockBuilder builder_;
+  /*! \brief The input module's PrimFuncs by number of parameters, and every name taken. */
+  std::unordered_multimap<size_t, ObjectRef> by_arity_;
+  bool indexed_ = false;
+  std::unordered_set<std::string> names_;
   InplaceContext own_context_;
   InplaceContext& context_;
   ffi::ObjectPtr<InplaceStatsObj> stats_ = ffi::make_object<InplaceStatsObj>();

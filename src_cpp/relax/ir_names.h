@@ -28,6 +28,7 @@ using ir::relax::If;
 using ir::relax::InplaceIndices;
 using ir::relax::IsConstant;
 using ir::relax::IsExternFunc;
+using ir::relax::IsFuncType;
 using ir::relax::OpAttr;
 using ir::relax::SameShapeAndDType;
 using ir::relax::SeqExpr;

@@ -453,6 +453,88 @@ def test_a_kernel_still_called_out_of_place_is_kept():
     assert_same_relax_results(before, after)
 
 
+def _with_prim_func(mod: tvm.IRModule, name: str, func) -> tvm.IRModule:
+    """`mod` with `func` added as `name` (a GlobalVar of no struct info, as `IRModule({...})`
+    makes it)."""
+    functions = dict(mod.functions.items())
+    functions[tvm.ir.GlobalVar(name)] = func
+    return tvm.IRModule(functions)
+
+
+@I.ir_module
+class HandWrittenWithCopy:
+    """HandWritten, and the in-place copy its call needs already in the module (uncalled)."""
+
+    @T.prim_func(private=True, s_tir=True)
+    def scale_rows(a: T.Buffer((8, 16), F32), s: T.Buffer((8,), F32), out: T.Buffer((8, 16), F32)):
+        for i in T.parallel(8):
+            for j in T.vectorized(16):
+                with T.sblock("scale"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    out[vi, vj] = a[vi, vj] * s[vi]
+
+    @T.prim_func(private=True, s_tir=True)
+    def scale_rows_inplace(a: T.Buffer((8, 16), F32), s: T.Buffer((8,), F32)):
+        for i in T.parallel(8):
+            for j in T.vectorized(16):
+                with T.sblock("scale"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(a[vi, vj], s[vi])
+                    T.writes(a[vi, vj])
+                    a[vi, vj] = a[vi, vj] * s[vi]
+
+    @R.function
+    def main(x: R.Tensor((8, 16), F32), s: R.Tensor((8,), F32)):
+        cls = HandWrittenWithCopy
+        with R.dataflow():
+            a = R.exp(x)
+            b = R.call_tir(cls.scale_rows, (a, s), out_ty=R.Tensor((8, 16), F32))
+            R.output(b)
+        return b
+
+
+def test_an_equal_prim_func_of_the_module_is_shared():
+    """The module already holds a PrimFunc equal to the in-place copy the call needs: the call
+    uses it, and no kernel is added."""
+    after, stats = use_inplace_calls(HandWrittenWithCopy)
+    tvm.ir.assert_structural_equal(after, HandWrittenInPlace)
+    assert (stats.rewritten, stats.prim_funcs_added, stats.prim_funcs_removed) == (1, 0, 1)
+    assert_same_relax_results(HandWritten, after)
+
+
+def test_an_equal_prim_func_under_an_untyped_global_var_is_not_shared():
+    """The equal PrimFunc was added under a GlobalVar of no function type (as `IRModule({gv:
+    f})` makes it), which call_tir_inplace cannot call: the call gets a copy of its own, named
+    apart, instead of an internal error."""
+    before = _with_prim_func(
+        HandWritten, "scale_rows_inplace", HandWrittenInPlace["scale_rows_inplace"]
+    )
+    after, stats = use_inplace_calls(before)
+    assert (stats.rewritten, stats.prim_funcs_added) == (1, 1)
+    tvm.ir.assert_structural_equal(
+        after["scale_rows_inplace1"], HandWrittenInPlace["scale_rows_inplace"]
+    )
+    assert_same_relax_results(HandWritten, after)
+
+
+def test_a_taken_name_gets_the_first_free_number():
+    """`scale_rows_inplace` and `scale_rows_inplace1` name other PrimFuncs of the module: the
+    copy is `scale_rows_inplace2`, and the PrimFuncs holding the names are left as they were."""
+    other = HandWrittenInPlace["scale_rows_inplace"].with_attr("note", "not the copy")
+    before = _with_prim_func(HandWritten, "scale_rows_inplace", other)
+    before = _with_prim_func(before, "scale_rows_inplace1", other.with_attr("note", "another"))
+    after, stats = use_inplace_calls(before)
+    names = sorted(gv.name_hint for gv in after.functions)
+    assert names == ["main", "scale_rows_inplace", "scale_rows_inplace1", "scale_rows_inplace2"]
+    assert stats.prim_funcs_added == 1
+    for name in ("scale_rows_inplace", "scale_rows_inplace1"):
+        tvm.ir.assert_structural_equal(after[name], before[name])
+    tvm.ir.assert_structural_equal(
+        after["scale_rows_inplace2"], HandWrittenInPlace["scale_rows_inplace"]
+    )
+    assert_same_relax_results(HandWritten, after)
+
+
 def test_an_exported_prim_func_is_copied_without_its_symbol():
     """A PrimFunc with a global symbol stays (it may be called from outside); its in-place
     copy must not export the same symbol."""
