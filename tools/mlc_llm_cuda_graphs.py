@@ -41,7 +41,7 @@ hint) and the kernels writing logits stay outside every graph in both builds.
 
     PYTHONPATH=python python tools/mlc_llm_cuda_graphs.py [MLC_PYTHON] [--models llama,qwen2]
         [--quantization q4f16_1] [--set prefill_chunk_size=2048] [--functions] [--kernels]
-        [--plans] [--planner-time ROUNDS] [--pass-split] [--unstub PASS]
+        [--plans] [--planner-time ROUNDS] [--build-rounds N] [--pass-split] [--unstub PASS]
 
 Exit status: 0 when ours holds everywhere, 1 when it falls short somewhere, 2 on bad input.
 """
@@ -81,6 +81,8 @@ from tvm_memplan.instrument import trace
 DEFAULT_SOURCE = "/tmp/mlc-src/python"
 #: MLC-LLM's pass that records the planned bytes (its pass name), and TVM's that captures.
 ATTACH_METADATA = "AttachMetadata"
+#: Interleaved rounds of the whole builds' timing (--build-rounds), the best of them kept.
+BUILD_ROUNDS = 2
 REWRITE = "RewriteCUDAGraph"
 
 #: An A100-like target, as MLC-LLM's auto-detection would give on one (no GPU here).
@@ -494,13 +496,16 @@ class PassSelfTimes:
 
 
 def _time_builds(builds: dict[str, Build], build_fns: dict, config: dict, rounds: int) -> None:
-    """Each build's best time over ``rounds`` interleaved rounds (stock, ours, stock, ...), with
-    CUDA graphs on, once the measured builds have warmed up what both share; and the seconds of
-    its passes in that round."""
+    """Each build's best time over ``rounds`` interleaved rounds, the order flipped every round
+    (stock, ours; ours, stock; ...) so that neither always runs after the other, with CUDA
+    graphs on, once the measured builds have warmed up what both share; and the seconds of its
+    passes in that round."""
     on = {**config, USE_CUDA_GRAPH: True}
     best = {who: float("inf") for who in build_fns}
-    for _ in range(rounds):
-        for who, build_fn in build_fns.items():
+    order = list(build_fns)
+    for round_ in range(rounds):
+        for who in order if round_ % 2 == 0 else reversed(order):
+            build_fn = build_fns[who]
             times = PassSelfTimes()
             with tvm.transform.PassContext(config=on, instruments=[times]):  # as _measure's
                 start = time.perf_counter()
@@ -571,8 +576,11 @@ def stock_and_ours(mod: tvm.IRModule, target, pipeline: tvm.transform.Pass) -> d
     }
 
 
-def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
-    """MLC-LLM's compile of model `name`, with our build_func building stock, then ours."""
+def compile_model(
+    name: str, quantization: str, overrides: dict, build_rounds: int = BUILD_ROUNDS
+) -> ModelResult:
+    """MLC-LLM's compile of model `name`, with our build_func building stock, then ours, then
+    timing both over `build_rounds` interleaved rounds."""
     results: dict[str, Build] = {}
 
     def build_func(mod: tvm.IRModule, args, pipeline: tvm.transform.Pass) -> None:
@@ -582,7 +590,7 @@ def compile_model(name: str, quantization: str, overrides: dict) -> ModelResult:
         for who, build_fn in build_fns.items():
             results[who] = _measure(build_fn, config, target)
         if all(results[who].error is None for who in build_fns):
-            _time_builds(results, build_fns, config, rounds=2)
+            _time_builds(results, build_fns, config, build_rounds)
 
     target = tvm.target.Target(TARGET, host="llvm")
     mlc_compile(name, quantization, overrides, target, build_func, optimization_flags())
@@ -772,7 +780,8 @@ def print_table(results: list[ModelResult], functions: bool, kernels: bool) -> N
         "entry checks (vm.builtin.match_shape) inside a captured function / after the first "
         "graph of their function / all; temp bytes: MLC-LLM's temporary buffer (max over "
         "functions of AttachMetadataWithMemoryUsage's planned bytes); build s: seconds of the "
-        "whole build with CUDA graphs on; ratio: ours/stock; holds: "
+        "whole build with CUDA graphs on, the best of --build-rounds interleaved rounds (order "
+        "flipped every round); ratio: ours/stock; holds: "
         "ours builds, is well formed (or ill formed only as stock is, the same violation), has "
         "no check in or after a graph, and captures every kernel stock captures in no more graphs"
     )
@@ -929,6 +938,13 @@ def main() -> int:
         help="time TVM's planner pass and ours on the same IR, best of ROUNDS interleaved rounds",
     )
     parser.add_argument(
+        "--build-rounds",
+        type=int,
+        default=BUILD_ROUNDS,
+        metavar="N",
+        help=f"time the whole builds over N interleaved rounds, best kept (default {BUILD_ROUNDS})",
+    )
+    parser.add_argument(
         "--pass-split",
         action="store_true",
         help="split the whole builds' times: the stock passes ours replaces, ours, the rest",
@@ -947,8 +963,12 @@ def main() -> int:
     checkout = open_checkout(
         parser, args, TARGET, set(args.unstub), lambda: f"--opt {optimization_flags()}"
     )
+    if args.build_rounds < 1:
+        parser.exit(2, f"error: --build-rounds {args.build_rounds}: expected at least 1\n")
     names, overrides = checkout.models, checkout.overrides
-    results = [compile_model(name, args.quantization, overrides) for name in names]
+    results = [
+        compile_model(name, args.quantization, overrides, args.build_rounds) for name in names
+    ]
     print_table(results, args.functions, args.kernels)
     holds = all(r.holds for r in results)
     if args.plans:
