@@ -24,7 +24,10 @@ relax_pipeline=pipeline)``) and ours (``tvm_memplan.relax_pipeline(pipeline)`` a
 6. with ``--planner-time ROUNDS``, the planner pass alone: TVM's StaticPlanBlockMemory and ours
    on the IR MLC-LLM's pipeline hands ours (the best of interleaved rounds; choose the depth
    with ``--set num_hidden_layers=N``);
-7. with ``--pass-split``, where the whole builds' times differ, each pass by its own time: the
+7. with ``--inplace-time ROUNDS``, the same for the in-place pass: TVM's DataflowUseInplaceCalls
+   and ours on the IR MLC-LLM's pipeline hands ours (stock MLC-LLM runs none: TVM's is the
+   baseline of what such a pass costs there);
+8. with ``--pass-split``, where the whole builds' times differ, each pass by its own time: the
    stock passes ours replaces (``pass_names.STOCK_REPLACED``) in stock's build, ours in their
    place in ours, and the rest of each build.
 
@@ -41,7 +44,8 @@ hint) and the kernels writing logits stay outside every graph in both builds.
 
     PYTHONPATH=python python tools/mlc_llm_cuda_graphs.py [MLC_PYTHON] [--models llama,qwen2]
         [--quantization q4f16_1] [--set prefill_chunk_size=2048] [--functions] [--kernels]
-        [--plans] [--planner-time ROUNDS] [--build-rounds N] [--pass-split] [--unstub PASS]
+        [--plans] [--planner-time ROUNDS] [--inplace-time ROUNDS] [--build-rounds N]
+        [--pass-split] [--unstub PASS]
 
 Exit status: 0 when ours holds everywhere, 1 when it falls short somewhere, 2 on bad input.
 """
@@ -340,6 +344,8 @@ class Build:
     plans: list = dataclasses.field(default_factory=list)
     #: The IR our planner's pass was given, and the target (ours only; graphs on).
     planner_input: tvm.IRModule | None = None
+    #: The module our in-place pass received (with CUDA graphs on), where it ran.
+    inplace_input: tvm.IRModule | None = None
     target: tvm.target.Target | None = None
 
 
@@ -446,7 +452,9 @@ def _measure(build_fn: Callable[[], object], config: dict, target) -> Build:
     temporary-buffer figure)."""
     result = Build()
     on = {**config, USE_CUDA_GRAPH: True}
-    t = trace(build_fn, [pass_names.PLANNER, REWRITE, ATTACH_METADATA], catch=True, config=on)
+    traced = [pass_names.INPLACE, pass_names.PLANNER, REWRITE, ATTACH_METADATA]
+    t = trace(build_fn, traced, catch=True, config=on)
+    result.inplace_input = t.before.get(pass_names.INPLACE)
     if pass_names.PLANNER in t.before:
         result.planner_input, result.target = t.before[pass_names.PLANNER], target
         result.plans = list(analysis.memory_plan(result.planner_input, target, pipeline=None))
@@ -667,27 +675,25 @@ def print_plans(results: list[ModelResult]) -> bool:
     return predicted
 
 
-def print_planner_time(results: list[ModelResult], rounds: int) -> None:
-    """The planner pass alone on the IR MLC-LLM's pipeline hands it: TVM's and ours, the best of
-    ``rounds`` interleaved rounds each."""
-    passes = {
-        "tvm": relax.transform.StaticPlanBlockMemory(),
-        "ours": tvm_memplan.transform.StaticPlanBlockMemory(),
-    }
+def _print_pass_time(
+    results: list[ModelResult], rounds: int, what: str, passes: dict, input_of
+) -> None:
+    """TVM's pass and ours (`passes`) alone on the IR MLC-LLM's pipeline hands ours
+    (`input_of(build)`), the best of ``rounds`` interleaved rounds each, CUDA graphs on."""
     header = f"{'model':<8} {'functions':>9} {'TVM ms':>9} {'ours ms':>9} {'ours/TVM':>9}"
     print(header)
     print("-" * len(header))
     for r in results:
-        mod = r.ours.planner_input
+        mod = input_of(r.ours)
         if mod is None:
-            print(f"{r.name:<8} (our planner did not run)")
+            print(f"{r.name:<8} (our {what} did not run)")
             continue
         best = {who: float("inf") for who in passes}
-        with r.ours.target:
+        with r.ours.target, tvm.transform.PassContext(config={USE_CUDA_GRAPH: True}):
             for _ in range(rounds):
-                for who, planner in passes.items():
+                for who, pass_ in passes.items():
                     start = time.perf_counter()
-                    planner(mod)
+                    pass_(mod)
                     best[who] = min(best[who], time.perf_counter() - start)
         functions = sum(isinstance(f, relax.Function) for f in mod.functions.values())
         print(
@@ -695,7 +701,27 @@ def print_planner_time(results: list[ModelResult], rounds: int) -> None:
             f"{best['ours'] / best['tvm']:>9.2f}"
         )
     print("-" * len(header))
-    print(f"best of {rounds} interleaved rounds, on the planner's input with CUDA graphs on")
+    print(f"the {what}: best of {rounds} interleaved rounds, on its input with CUDA graphs on")
+
+
+def print_planner_time(results: list[ModelResult], rounds: int) -> None:
+    """TVM's StaticPlanBlockMemory and ours on the IR MLC-LLM's pipeline hands our planner."""
+    passes = {
+        "tvm": relax.transform.StaticPlanBlockMemory(),
+        "ours": tvm_memplan.transform.StaticPlanBlockMemory(),
+    }
+    _print_pass_time(results, rounds, "planner pass", passes, lambda b: b.planner_input)
+
+
+def print_inplace_time(results: list[ModelResult], rounds: int) -> None:
+    """TVM's DataflowUseInplaceCalls and ours, as the pipeline runs it (after the GPU
+    schedules), on the IR MLC-LLM's pipeline hands our in-place pass. Stock MLC-LLM runs no
+    in-place pass: TVM's is the baseline of what such a pass costs on this IR."""
+    passes = {
+        "tvm": relax.transform.DataflowUseInplaceCalls(),
+        "ours": tvm_memplan.transform.DataflowUseInplaceCalls(planner="memplan"),
+    }
+    _print_pass_time(results, rounds, "in-place pass", passes, lambda b: b.inplace_input)
 
 
 def print_pass_split(results: list[ModelResult]) -> None:
@@ -938,6 +964,13 @@ def main() -> int:
         help="time TVM's planner pass and ours on the same IR, best of ROUNDS interleaved rounds",
     )
     parser.add_argument(
+        "--inplace-time",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="time TVM's in-place pass and ours on the same IR, best of ROUNDS interleaved rounds",
+    )
+    parser.add_argument(
         "--build-rounds",
         type=int,
         default=BUILD_ROUNDS,
@@ -980,6 +1013,9 @@ def main() -> int:
     if args.planner_time > 0:
         print()
         print_planner_time(results, args.planner_time)
+    if args.inplace_time > 0:
+        print()
+        print_inplace_time(results, args.inplace_time)
     print(f"ours holds on every model: {'yes' if holds else 'NO'}")
     return 0 if holds else 1
 
