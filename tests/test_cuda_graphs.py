@@ -282,16 +282,43 @@ def test_the_mlc_llm_check_refuses_a_folder_that_is_not_mlc_llm(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_the_mlc_llm_check_times_each_pass_once_and_a_sequential_by_its_passes(monkeypatch):
-    """--pass-split counts each pass's own time: a Sequential's time less its passes', so that
-    no second is counted twice and a wrapper shows what it spends itself (here nothing)."""
+def test_the_mlc_llm_check_refuses_zero_build_rounds():
+    """--build-rounds 0 would time nothing: one line and exit 2, before MLC-LLM is opened."""
+    result = _mlc_llm_check("--build-rounds", "0")
+    assert result.returncode == 2
+    assert "--build-rounds 0: expected at least 1" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _load_check():
+    """tools/mlc_llm_cuda_graphs.py as a module (it imports nothing of MLC-LLM at load)."""
     import importlib.util
-    import types
 
     spec = importlib.util.spec_from_file_location("mlc_llm_check", MLC_LLM_CHECK)
     check = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = check  # its dataclasses look their module up
     spec.loader.exec_module(check)
+    return check
+
+
+def test_the_mlc_llm_check_flips_the_build_order_every_round():
+    """The timed rounds alternate which build goes first (stock, ours; ours, stock; ...), so that
+    neither always runs after the other; each build keeps its best round."""
+    check = _load_check()
+    calls = []
+    build_fns = {who: (lambda who=who: calls.append(who)) for who in ("stock", "ours")}
+    builds = {who: check.Build() for who in build_fns}
+    check._time_builds(builds, build_fns, {}, rounds=3)
+    assert calls == ["stock", "ours", "ours", "stock", "stock", "ours"]
+    assert all(builds[who].seconds > 0 for who in build_fns)
+
+
+def test_the_mlc_llm_check_times_each_pass_once_and_a_sequential_by_its_passes(monkeypatch):
+    """--pass-split counts each pass's own time: a Sequential's time less its passes', so that
+    no second is counted twice and a wrapper shows what it spends itself (here nothing)."""
+    import types
+
+    check = _load_check()
     # A clock that moves only when a pass says so: the counts are exact.
     clock = types.SimpleNamespace(now=0.0)
     monkeypatch.setattr(check, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))

@@ -85,9 +85,9 @@ from tvm_memplan.instrument import trace
 DEFAULT_SOURCE = "/tmp/mlc-src/python"
 #: MLC-LLM's pass that records the planned bytes (its pass name), and TVM's that captures.
 ATTACH_METADATA = "AttachMetadata"
+REWRITE = "RewriteCUDAGraph"
 #: Interleaved rounds of the whole builds' timing (--build-rounds), the best of them kept.
 BUILD_ROUNDS = 2
-REWRITE = "RewriteCUDAGraph"
 
 #: An A100-like target, as MLC-LLM's auto-detection would give on one (no GPU here).
 TARGET = {
@@ -993,11 +993,11 @@ def main() -> int:
         help="run this MLC-LLM pass as it is (it fails on TVM 0.27)",
     )
     args = parser.parse_args()
+    if args.build_rounds < 1:
+        parser.exit(2, f"error: --build-rounds {args.build_rounds}: expected at least 1\n")
     checkout = open_checkout(
         parser, args, TARGET, set(args.unstub), lambda: f"--opt {optimization_flags()}"
     )
-    if args.build_rounds < 1:
-        parser.exit(2, f"error: --build-rounds {args.build_rounds}: expected at least 1\n")
     names, overrides = checkout.models, checkout.overrides
     results = [
         compile_model(name, args.quantization, overrides, args.build_rounds) for name in names
