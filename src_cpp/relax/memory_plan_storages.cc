@@ -58,8 +58,10 @@ class StoragePacker {
                "): a tensor at an offset would be copied by ensure_zero_offset";
       }
     }
+    std::vector<StorageProblem> problems = PackConstantSizes(groups);
+    size_t k = 0;
     for (const auto& [key, members] : groups) {
-      PackGroup(key.first, key.second, members);
+      AddPacked(key.first, key.second, problems[k++]);
       ShareSymbolic(key.first, key.second, members);
     }
     // As TVM's planner does with this attribute: unplanned tensors of symbolic shape (the
@@ -85,29 +87,51 @@ class StoragePacker {
     return tensors_[members[0]].binding.var().name();
   }
 
-  void PackGroup(int64_t device, const std::string& scope, const std::vector<size_t>& members) {
-    std::vector<size_t> sized;
+  /*! \brief The tensors of constant size of one (device, scope) and their placement. */
+  struct StorageProblem {
+    std::vector<size_t> tensors;
     std::vector<PackItem> items;
-    for (size_t i : members) {
-      if (tensors_[i].bytes < 0) continue;
-      sized.push_back(i);
-      const TensorAllocation& a = tensors_[i];
-      items.push_back(PackItem{a.bytes, a.first, a.last, a.group, a.group_offset});
+    Packing packing;
+  };
+
+  /*! \brief Per (device, scope): its tensors of constant size, placed on the function's one
+   *         budget (PackAll: the greedy orders for all, then the exact search, the largest gap
+   *         first). */
+  std::vector<StorageProblem> PackConstantSizes(
+      const std::map<std::pair<int64_t, std::string>, std::vector<size_t>>& groups) {
+    std::vector<StorageProblem> problems;
+    std::vector<std::vector<PackItem>> items;
+    for (const auto& [key, members] : groups) {
+      StorageProblem& problem = problems.emplace_back();
+      for (size_t i : members) {
+        const TensorAllocation& a = tensors_[i];
+        if (a.bytes < 0) continue;
+        problem.tensors.push_back(i);
+        problem.items.push_back(PackItem{a.bytes, a.first, a.last, a.group, a.group_offset});
+      }
+      items.push_back(problem.items);
     }
-    if (items.empty()) return;
     PackOptions options;
     options.alignment = alignment_;
     options.budget = search_ ? &search_budget_ : nullptr;
-    Packing packing = PackOffsets(items, options);
-    TVM_FFI_ICHECK(IsValidPacking(items, packing, alignment_))
-        << "internal error: the offset packing of " << items.size() << " tensors overlaps";
-    bool bounded =
-        std::any_of(sized.begin(), sized.end(), [&](size_t i) { return tensors_[i].symbolic; });
+    std::vector<Packing> packings = PackAll(items, options);
+    for (size_t k = 0; k < problems.size(); ++k) problems[k].packing = std::move(packings[k]);
+    return problems;
+  }
+
+  /*! \brief The storage of a placement, its offsets given to its tensors. */
+  void AddPacked(int64_t device, const std::string& scope, const StorageProblem& problem) {
+    if (problem.items.empty()) return;
+    const Packing& packing = problem.packing;
+    TVM_FFI_ICHECK(IsValidPacking(problem.items, packing, alignment_))
+        << "internal error: the offset packing of " << problem.items.size() << " tensors overlaps";
+    bool bounded = std::any_of(problem.tensors.begin(), problem.tensors.end(),
+                               [&](size_t i) { return tensors_[i].symbolic; });
     int64_t storage = AddStorage(IntConst(kInt64, packing.bytes), device, scope, bounded,
                                  {packing.bound, packing.optimality, packing.algorithm});
-    for (size_t k = 0; k < sized.size(); ++k) {
-      tensors_[sized[k]].storage = storage;
-      tensors_[sized[k]].offset = packing.offsets[k];
+    for (size_t k = 0; k < problem.tensors.size(); ++k) {
+      tensors_[problem.tensors[k]].storage = storage;
+      tensors_[problem.tensors[k]].offset = packing.offsets[k];
     }
   }
 

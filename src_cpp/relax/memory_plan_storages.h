@@ -34,7 +34,9 @@ namespace relax {
  *        attribute `relax.memory_plan_dynamic_func_output`, unplanned tensors of bounded symbolic
  *        size get storage of their own, as TVM's planner does. Offsets are multiples of
  *        `options.alignment`; the storages of the function share one exact-search budget of
- *        `options.exact_search_ms`, and each record says how close to its bound it is.
+ *        `options.exact_search_ms`: every storage is placed by the greedy orders first, then
+ *        the exact search runs where a storage lies the most bytes above its bound first. Each
+ *        record says how close to its bound it is.
  */
 std::string PackStorages(const ir::relax::Function& func, std::vector<TensorAllocation>* tensors,
                          const target::PlanningDevices& devices,

@@ -529,75 +529,75 @@ std::vector<PackItem> CanonicalTime(const std::vector<PackItem>& items) {
   return canonical;
 }
 
-}  // namespace
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
-Packing PackOffsets(const std::vector<PackItem>& numbered_items, const PackOptions& options) {
+/*! \brief The first phase: the greedy orders (charged to `options.budget`), labelled at_bound
+ *         or best_found, with the bound and, with a capacity, whether it fits. */
+Packing PackGreedily(const std::vector<PackItem>& numbered_items, const PackOptions& options) {
   const std::vector<PackItem> items = CanonicalTime(numbered_items);
-  int64_t alignment = options.alignment;
   int64_t bound = PeakLiveBytes(items);
   int64_t capacity = options.capacity;
-  using Clock = std::chrono::steady_clock;
-  auto seconds_since = [](Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-  };
-  Clock::time_point greedy_start = Clock::now();
+  auto start = std::chrono::steady_clock::now();
   Packing best =
       GreedyPack(items, capacity >= 0 ? std::max(capacity, bound) : bound, bound, options);
-  int64_t greedy_steps = best.greedy_steps;
-  int greedy_orders = best.greedy_orders;
-  double greedy_seconds = seconds_since(greedy_start);
+  best.greedy_seconds = SecondsSince(start);
   best.bound = bound;
-  auto finish = [&](Packing packing, const char* code) {
-    packing.bound = bound;
-    packing.greedy_steps = greedy_steps;
-    packing.greedy_orders = greedy_orders;
-    packing.greedy_seconds = greedy_seconds;
-    packing.optimality = packing.bytes <= bound ? optimality::kAtBound : code;
-    if (capacity >= 0) {
-      packing.fits = packing.bytes <= capacity;
-      if (packing.fits) packing.why_not.clear();
+  best.optimality = best.bytes <= bound ? optimality::kAtBound : optimality::kBestFound;
+  if (capacity >= 0) {
+    best.fits = best.bytes <= capacity;
+    if (bound > capacity) {
+      best.why_not = "the peak-live bound, " + std::to_string(bound) +
+                     " bytes live at one program point, exceeds the capacity";
+    } else if (!best.fits) {
+      best.why_not = "no placement within the capacity found by the greedy orders";
     }
-    return packing;
-  };
-  if (capacity >= 0 && bound > capacity) {
-    best.why_not = "the peak-live bound, " + std::to_string(bound) +
-                   " bytes live at one program point, exceeds the capacity";
-    return finish(best, optimality::kBestFound);
   }
-  if (best.bytes <= bound) return finish(best, optimality::kAtBound);
-  if (capacity >= 0 && best.bytes <= capacity) return finish(best, optimality::kBestFound);
+  return best;
+}
+
+/*! \brief The second phase: where `best` (PackGreedily's result for the same items and
+ *         options) stays above the bound, or outside the capacity, the exact search on what is
+ *         left of `options.budget`; `best` itself otherwise. */
+Packing SearchBelow(const std::vector<PackItem>& numbered_items, Packing best,
+                    const PackOptions& options) {
+  int64_t bound = best.bound;
+  int64_t capacity = options.capacity;
+  if (best.bytes <= bound || (capacity >= 0 && (bound > capacity || best.fits))) return best;
   if (options.budget == nullptr) {
     best.why_not = "no placement within the capacity found by the greedy orders (no exact search)";
-    return finish(best, optimality::kBestFound);
+    return best;
   }
-  size_t blocks = std::count_if(items.begin(), items.end(),
+  size_t blocks = std::count_if(numbered_items.begin(), numbered_items.end(),
                                 [](const PackItem& item) { return item.bytes > 0; });
   if (blocks > kMaxSearchItems) {
     best.why_not = "too many items for the exact search (" + std::to_string(blocks) + " > " +
                    std::to_string(kMaxSearchItems) + ")";
-    return finish(best, optimality::kBestFound);
+    return best;
   }
-  Clock::time_point search_start = Clock::now();
-  OffsetSearch search(items, alignment);
+  const std::vector<PackItem> items = CanonicalTime(numbered_items);
+  auto start = std::chrono::steady_clock::now();
+  OffsetSearch search(items, options.alignment);
   SearchBudget& budget = *options.budget;
   int64_t steps_before = budget.steps_taken();
   std::vector<int64_t> offsets;
   auto found = [&](int64_t size) {
-    Packing packing;
-    packing.offsets = offsets;
+    best.offsets = offsets;
+    best.bytes = 0;
     for (size_t i = 0; i < items.size(); ++i) {
-      packing.bytes = std::max(packing.bytes, offsets[i] + items[i].bytes);
+      best.bytes = std::max(best.bytes, offsets[i] + items[i].bytes);
     }
-    TVM_FFI_ICHECK_LE(packing.bytes, size) << "internal error: the exact search overran its size";
-    packing.algorithm = "exact search";
-    return packing;
+    TVM_FFI_ICHECK_LE(best.bytes, size) << "internal error: the exact search overran its size";
+    best.algorithm = "exact search";
   };
-  const char* code = optimality::kBestFound;
   if (capacity >= 0) {
     // Any placement within the capacity will do.
     SearchOutcome outcome = search.Fit(capacity, &budget, &offsets);
     if (outcome == SearchOutcome::kFound) {
-      best = found(capacity);
+      found(capacity);
+      best.fits = true;
+      best.why_not.clear();
     } else if (outcome == SearchOutcome::kInfeasible && search.proves_infeasibility()) {
       best.why_not = "the exact search proved that no placement fits";
     } else {
@@ -618,7 +618,7 @@ Packing PackOffsets(const std::vector<PackItem>& numbered_items, const PackOptio
       SearchOutcome outcome = search.Fit(size, &part, &offsets);
       budget.Charge(part);
       if (outcome == SearchOutcome::kFound) {
-        best = found(size);
+        found(size);
       } else {
         // No placement within `size`: proven (no size below it has one either), or given up.
         lowest = size + 1;
@@ -628,12 +628,53 @@ Packing PackOffsets(const std::vector<PackItem>& numbered_items, const PackOptio
       size = lowest + (best.bytes - 1 - lowest) / 2;
       if (options.progress) options.progress("exact search", best.bytes, bound);
     }
-    if (proven >= best.bytes) code = optimality::kProvenMinimum;
+    if (proven >= best.bytes) best.optimality = optimality::kProvenMinimum;
   }
+  if (best.bytes <= bound) best.optimality = optimality::kAtBound;
   best.search_steps = budget.steps_taken() - steps_before;
   best.timed_out = budget.timed_out();
-  best.search_seconds = seconds_since(search_start);
-  return finish(best, code);
+  best.search_seconds = SecondsSince(start);
+  return best;
+}
+
+}  // namespace
+
+Packing PackOffsets(const std::vector<PackItem>& items, const PackOptions& options) {
+  return SearchBelow(items, PackGreedily(items, options), options);
+}
+
+std::vector<Packing> PackAll(const std::vector<std::vector<PackItem>>& problems,
+                             const PackOptions& options) {
+  std::vector<Packing> packings;
+  for (const std::vector<PackItem>& items : problems) {
+    packings.push_back(PackGreedily(items, options));
+  }
+  std::vector<size_t> order(problems.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<int64_t> gaps;
+  long double gaps_left = 0;
+  for (const Packing& packing : packings) {
+    gaps.push_back(std::max<int64_t>(packing.bytes - packing.bound, 0));
+    gaps_left += gaps.back();
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return gaps[a] > gaps[b]; });
+  for (size_t k : order) {
+    if (options.budget == nullptr || gaps[k] == 0) {
+      packings[k] = SearchBelow(problems[k], std::move(packings[k]), options);
+      continue;
+    }
+    // Its share of what is left, as its gap is of the gaps left: what it does not spend goes to
+    // the smaller gaps after it, and the last takes all that remains.
+    SearchBudget part = options.budget->Part(
+        static_cast<int64_t>(options.budget->steps_left() * (gaps[k] / gaps_left)));
+    PackOptions searched = options;
+    searched.budget = &part;
+    packings[k] = SearchBelow(problems[k], std::move(packings[k]), searched);
+    options.budget->Charge(part);
+    gaps_left -= gaps[k];
+  }
+  return packings;
 }
 
 bool IsValidPacking(const std::vector<PackItem>& items, const Packing& packing, int64_t alignment) {
@@ -681,6 +722,25 @@ std::vector<PackItem> ItemsOf(const tvm::ffi::Array<tvm::ffi::Array<int64_t>>& t
   return items;
 }
 
+/*! \brief A placement as the Python API returns it (python/tvm_memplan/analysis/packing.py). */
+tvm::ffi::Map<tvm::ffi::String, tvm::ffi::Any> RecordOf(const Packing& packing) {
+  tvm::ffi::Map<tvm::ffi::String, tvm::ffi::Any> result;
+  result.Set("offsets", tvm::ffi::Array<int64_t>(packing.offsets.begin(), packing.offsets.end()));
+  result.Set("bytes", packing.bytes);
+  result.Set("algorithm", tvm::ffi::String(packing.algorithm));
+  result.Set("optimality", tvm::ffi::String(packing.optimality));
+  result.Set("bound", packing.bound);
+  result.Set("fits", packing.fits);
+  result.Set("why_not", tvm::ffi::String(packing.why_not));
+  result.Set("search_steps", packing.search_steps);
+  result.Set("timed_out", packing.timed_out);
+  result.Set("greedy_steps", packing.greedy_steps);
+  result.Set("greedy_orders", packing.greedy_orders);
+  result.Set("greedy_seconds", packing.greedy_seconds);
+  result.Set("search_seconds", packing.search_seconds);
+  return result;
+}
+
 }  // namespace
 
 TVM_FFI_STATIC_INIT_BLOCK() {
@@ -726,22 +786,23 @@ TVM_FFI_STATIC_INIT_BLOCK() {
              Packing packing = PackOffsets(items, options);
              TVM_FFI_ICHECK(IsValidPacking(items, packing, alignment))
                  << "internal error: the offset packing of " << items.size() << " items overlaps";
-             tvm::ffi::Map<tvm::ffi::String, tvm::ffi::Any> result;
-             result.Set("offsets",
-                        tvm::ffi::Array<int64_t>(packing.offsets.begin(), packing.offsets.end()));
-             result.Set("bytes", packing.bytes);
-             result.Set("algorithm", tvm::ffi::String(packing.algorithm));
-             result.Set("optimality", tvm::ffi::String(packing.optimality));
-             result.Set("bound", packing.bound);
-             result.Set("fits", packing.fits);
-             result.Set("why_not", tvm::ffi::String(packing.why_not));
-             result.Set("search_steps", packing.search_steps);
-             result.Set("timed_out", packing.timed_out);
-             result.Set("greedy_steps", packing.greedy_steps);
-             result.Set("greedy_orders", packing.greedy_orders);
-             result.Set("greedy_seconds", packing.greedy_seconds);
-             result.Set("search_seconds", packing.search_seconds);
-             return result;
+             return RecordOf(packing);
+           })
+      // Several problems on one budget, as the planner packs a function's storages.
+      .def("tvm_memplan.testing.pack_all",
+           [](tvm::ffi::Array<tvm::ffi::Array<tvm::ffi::Array<int64_t>>> problems,
+              int64_t alignment, int64_t search_ms) {
+             SearchBudget budget = SearchBudget::ForMs(search_ms);
+             PackOptions options;
+             options.alignment = alignment;
+             options.budget = &budget;
+             std::vector<std::vector<PackItem>> items;
+             for (const auto& tuples : problems) items.push_back(ItemsOf(tuples));
+             tvm::ffi::Array<tvm::ffi::Any> records;
+             for (const Packing& packing : PackAll(items, options)) {
+               records.push_back(RecordOf(packing));
+             }
+             return records;
            });
   ir::RegisterCodeFamily("optimality", optimality::kCodes);
 }

@@ -11,6 +11,7 @@ import random
 import pytest
 import tvm
 
+from tvm_memplan import testing as testing_api
 from tvm_memplan.analysis import DoesNotFitError, optimality_codes, pack_offsets
 from tvm_memplan.analysis import _ffi_api as analysis_api
 from zoo.packings import perfect_packing
@@ -266,6 +267,52 @@ def test_the_budget_bounds_the_greedy_orders_too():
     assert tiny.greedy_steps < unbounded.greedy_steps
     assert (tiny.greedy_steps, tiny.offsets) == (again.greedy_steps, again.offsets)
     assert unbounded.size <= tiny.size and tiny.optimality == "best_found"
+
+
+def _plain(items):
+    """perfect_packing's rows as the packer's items (bytes, first, last)."""
+    return [(size, lower, upper - 1) for _, lower, upper, size in items]
+
+
+def test_storages_on_one_budget_are_searched_largest_gap_first_each_on_its_share():
+    """Several storages on one budget (one function's): after the greedy orders, the search
+    goes first where a placement lies the most bytes above its bound, on a share of the budget
+    in proportion to its gap. The larger gap here is one no budget of 50 ms closes; the smaller
+    one needs a few thousand steps, which its share still holds, so it reaches its bound.
+    Searched on the whole budget first, the larger gap would have left it greedy."""
+    small = _plain(perfect_packing(40, 0))  # greedy: 448 bytes over its bound
+    large = _plain(perfect_packing(400, 0, unit=64 * 16))  # greedy: thousands of bytes over
+    greedy = [_pack(items, 64, search_ms=0) for items in (small, large)]
+    assert 0 < greedy[0]["bytes"] - greedy[0]["bound"] < greedy[1]["bytes"] - greedy[1]["bound"]
+    small_first, large_first = (
+        [dict(r) for r in testing_api.pack_all(problems, 64, 50)]
+        for problems in ([small, large], [large, small])
+    )
+    assert _same_but_time(small_first, large_first[::-1])
+    small_record, large_record = small_first
+    assert small_record["optimality"] == "at_bound"
+    assert large_record["search_steps"] > 100 * small_record["search_steps"] > 0
+    assert large_record["bytes"] <= greedy[1]["bytes"]
+    for items, record in zip((small, large), small_first, strict=True):
+        assert _overlaps(items, list(record["offsets"]), 64) == []
+
+
+def _same_but_time(a, b):
+    """Records equal but for the seconds they measured."""
+    drop = ("greedy_seconds", "search_seconds")
+    return [{k: v for k, v in r.items() if k not in drop} for r in a] == [
+        {k: v for k, v in r.items() if k not in drop} for r in b
+    ]
+
+
+def test_a_storage_at_its_bound_or_empty_takes_no_search():
+    """A storage the greedy orders place at its bound, or one with no tensors, is not
+    searched: the budget goes to the others."""
+    at_bound = [(64, 0, 1), (64, 2, 3)]
+    records = testing_api.pack_all([[], at_bound, _plain(perfect_packing(40, 0))], 64, 50)
+    assert [r["optimality"] for r in records] == ["at_bound"] * 3
+    assert [r["search_steps"] for r in records][:2] == [0, 0]
+    assert records[0]["bytes"] == 0 and records[1]["bytes"] == 64
 
 
 def test_alignment_need_not_be_a_power_of_two():
