@@ -34,6 +34,7 @@ from collections.abc import Callable
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
 from _table import print_header  # bench/_table.py
+from _timing import best_of  # bench/_timing.py
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
@@ -60,18 +61,6 @@ OURS_INPLACE = pass_names.INPLACE
 PLANNERS = (pass_names.PLANNER, pass_names.STOCK_PLANNER)
 TIR_OURS = (pass_names.COMPACTION, pass_names.PLACEMENT, pass_names.LOWER_BUILTIN)
 TIR_STOCK = (pass_names.STOCK_COMPACTION, pass_names.STOCK_LOWER_BUILTIN)
-
-
-def best_of(variants: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """The fastest of `rounds` calls of each variant, rounds interleaved (order flipped)."""
-    best = dict.fromkeys(variants, float("inf"))
-    keys = list(variants)
-    for round_ in range(rounds):
-        for key in keys if round_ % 2 == 0 else reversed(keys):
-            start = time.perf_counter()
-            variants[key]()
-            best[key] = min(best[key], time.perf_counter() - start)
-    return best
 
 
 def bindings_of(mod: tvm.IRModule) -> int:

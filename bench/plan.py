@@ -11,7 +11,8 @@ results, and the pass time.
     ``tvm.compile`` with the stock pipelines and after ``tvm_memplan.compile`` (our in-place
     pass and our planner), and whether the outputs are bit-identical (two runs each, inputs
     untouched).
-(c) Pass time, ours / stock, on the IR a 24-block transformer stack hands to the planner.
+(c) Pass time, ours / stock, on the IR a 24-block transformer stack hands to the planner: the
+    best of ``--repeat`` rounds, interleaved with the order flipped every round.
 (d) Fused CPU builds, the recipe of docs/pipelines.md: ``relax.get_pipeline("zero")`` (LegalizeOps,
     FuseOps, FuseTIR), then ``tvm.compile`` or ``tvm_memplan.compile`` (our in-place pass on the
     fused kernels and our planner): VM bytes, the peak-live bound of the IR our planner receives,
@@ -25,7 +26,7 @@ results, and the pass time.
 With ``--torchvision``, torchvision networks at 64x64 join the zoo (needs torch and
 torchvision).
 
-    python bench/plan.py [--depth 24] [--repeat 5] [--quick] [--torchvision]
+    python bench/plan.py [--depth 24] [--repeat 20] [--quick] [--torchvision]
                          [--hard-csv DIR [--hard-csv-s S] [--hard-csv-ranked]] [--minimalloc BIN]
                          [--hard-only]
 """
@@ -34,13 +35,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass
 
 import _hard_packing as hard  # bench/_hard_packing.py: sections (f)-(h)
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
 from _table import print_header  # bench/_table.py
+from _timing import best_of  # bench/_timing.py
 from _zoo import models  # zoo/ (bench/_zoo.py)
 from tvm import relax
 
@@ -119,15 +120,6 @@ def identical(executables, func_name: str, mod: tvm.IRModule) -> bool:
     inputs = relax_inputs(mod[func_name], seed=0, low=-1.0, high=1.0)
     vms = [relax.VirtualMachine(executable, tvm.cpu()) for executable in executables]
     return identical_relax_results(vms, func_name, inputs)
-
-
-def best_time(pass_, mod, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        pass_(mod)
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def print_targets(targets: list[tuple[str, bool]]) -> None:
@@ -220,10 +212,9 @@ def pass_time(depth: int, repeat: int) -> float:
     stock_pass = relax.transform.StaticPlanBlockMemory()
     our_pass = tvm_memplan.transform.StaticPlanBlockMemory()
     with tvm.target.Target(TARGET):
-        timings = {
-            "stock": best_time(stock_pass, planned, repeat),
-            "ours": best_time(our_pass, planned, repeat),
-        }
+        timings = best_of(
+            {"stock": lambda: stock_pass(planned), "ours": lambda: our_pass(planned)}, repeat
+        )
     bindings = sum(len(block.bindings) for block in planned["forward"].body.blocks)
     time_ratio = timings["ours"] / timings["stock"]
     print(
@@ -308,7 +299,7 @@ def cuda_builds(built: dict, quick: bool) -> bool:
 
 
 #: Section (c)'s options: (default, default with --quick).
-TIMING_DEFAULTS = {"depth": (24, 6), "repeat": (5, 2)}
+TIMING_DEFAULTS = {"depth": (24, 6), "repeat": (20, 4)}
 
 
 def parse_args() -> argparse.Namespace:
@@ -318,12 +309,12 @@ def parse_args() -> argparse.Namespace:
         "--depth", type=int, help=f"blocks of the timing model (default {depth[0]})"
     )
     parser.add_argument(
-        "--repeat", type=int, help=f"timing repetitions, min kept (default {repeat[0]})"
+        "--repeat", type=int, help=f"timing rounds, interleaved, best kept (default {repeat[0]})"
     )
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"depth {depth[1]} and {repeat[1]} repetitions if unset",
+        help=f"depth {depth[1]} and {repeat[1]} rounds if unset",
     )
     torchvision.add_option(parser)
     hard.add_options(parser)
