@@ -281,7 +281,7 @@ def test_storages_on_one_budget_are_searched_largest_gap_first_each_on_its_share
     one needs a few thousand steps, which its share still holds, so it reaches its bound.
     Searched on the whole budget first, the larger gap would have left it greedy."""
     small = _plain(perfect_packing(40, 0))  # greedy: 448 bytes over its bound
-    large = _plain(perfect_packing(400, 0, unit=64 * 16))  # greedy: thousands of bytes over
+    large = _plain(perfect_packing(400, 0, unit=64 * 16))  # greedy: 17,408 bytes over
     greedy = [_pack(items, 64, search_ms=0) for items in (small, large)]
     assert 0 < greedy[0]["bytes"] - greedy[0]["bound"] < greedy[1]["bytes"] - greedy[1]["bound"]
     small_first, large_first = (
