@@ -14,7 +14,10 @@ namespace tvm_memplan {
 namespace relax {
 
 RootSet Union(const RootSet& a, const RootSet& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
   RootSet out;
+  out.reserve(a.size() + b.size());
   std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
   return out;
 }
