@@ -4,6 +4,10 @@
  */
 #include "relax/storage_flow.h"
 
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/function.h>
+#include <tvm/ffi/reflection/registry.h>
+
 #include <algorithm>
 #include <iterator>
 #include <utility>
@@ -254,6 +258,43 @@ std::shared_ptr<FunctionFlow> FollowStorage(const Function& func,
     values.Define(step.var, values.StepValue(static_cast<int64_t>(i), effect));
   }
   return flow;
+}
+
+namespace {
+
+RootSet RootSetOf(const tvm::ffi::Array<int64_t>& ids) {
+  RootSet set;
+  for (int64_t id : ids) set.push_back(static_cast<RootId>(id));
+  return set;
+}
+
+tvm::ffi::Array<int64_t> IdsOf(const RootSet& set) {
+  tvm::ffi::Array<int64_t> ids;
+  for (RootId id : set) ids.push_back(id);
+  return ids;
+}
+
+}  // namespace
+
+TVM_FFI_STATIC_INIT_BLOCK() {
+  // Root sets alone, for property tests: two sorted sets built root by root; their union read
+  // back after it is moved into a new set, moved over a set of three roots (on the heap) and
+  // copied; the sizes the moves left behind; and whether the two sets intersect.
+  tvm::ffi::reflection::GlobalDef().def(
+      "tvm_memplan.testing.root_set_union",
+      [](tvm::ffi::Array<int64_t> a, tvm::ffi::Array<int64_t> b) {
+        RootSet x = RootSetOf(a), y = RootSetOf(b);
+        RootSet joined = Union(x, y);
+        RootSet moved = std::move(joined);
+        RootSet over{0, 1, 2};
+        over = std::move(moved);
+        RootSet copied;
+        copied = over;
+        // What the moves left behind, read on purpose: NOLINT(bugprone-use-after-move)
+        tvm::ffi::Array<int64_t> left{static_cast<int64_t>(joined.size()),
+                                      static_cast<int64_t>(moved.size())};
+        return tvm::ffi::Array<tvm::ffi::Any>{IdsOf(copied), left, Intersects(x, y)};
+      });
 }
 
 }  // namespace relax
