@@ -9,10 +9,10 @@ A case is a class whose docstring states the rule it checks::
 
 ``expected`` may instead be an exception class (the pass must raise it; ``match``, a regular
 expression, then states what its message says, as in ``pytest.raises``), or be left None (the
-pass must leave ``before`` unchanged: a ``keeps_*`` case). ``xfail = "why"`` records a known gap:
-the comparison is expected to fail, strictly. A pass-specific base class sets ``transform``
-(and, where the IR needs normalizing before comparison, ``normalize``) and adds checks of its
-own (results on the VM, idempotence, ...).
+pass must leave ``before`` unchanged: a ``keeps_*`` case). ``known_gap = "why"`` records a known
+gap: the comparison is expected to fail, strictly (``pytest.mark.xfail`` with that reason). A
+pass-specific base class sets ``transform`` (and, where the IR needs normalizing before
+comparison, ``normalize``) and adds checks of its own (results on the VM, idempotence, ...).
 
 ``relax_module`` builds modules whose Relax functions call PrimFuncs of one kernels module
 through its GlobalVars, so that ``before`` and ``expected`` state their kernels once instead
@@ -55,16 +55,16 @@ class CompareBeforeAfter:
     #: (``re.search``, as ``pytest.raises(match=...)``).
     match: str | None = None
     #: Set to the reason to record a known gap (the comparison must then fail).
-    xfail: str | None = None
+    known_gap: str | None = None
     #: Compare free variables (symbolic shape variables bound nowhere) by position.
     map_free_vars = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("xfail"):
+        if cls.__dict__.get("known_gap"):
             import pytest
 
-            mark = pytest.mark.xfail(reason=cls.xfail, strict=True)
+            mark = pytest.mark.xfail(reason=cls.known_gap, strict=True)
             # test_transform: the case's own check, if it has one
             cls.test_transform = _marked_copy(cls.test_transform, mark)
 
