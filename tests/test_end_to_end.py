@@ -49,6 +49,7 @@ WATCHED = (INPLACE, STOCK_COMPACTION, OUR_COMPACTION, STOCK_PLANNER, OUR_PLANNER
 # What a "memplan" build must have run (besides TVM's passes), by kind of input.
 OUR_TIR_PASSES = {
     OUR_COMPACTION,
+    "tvm_memplan.VectorizeInplaceLoops",
     "tvm_memplan.TagAllocationPlacement",
     "tvm_memplan.LowerTVMBuiltin",
 }

@@ -6,7 +6,8 @@ stock ones they improve.
     lib = tvm_memplan.compile(mod, target="c")  # the same
 
 TIR (``tir_pipeline="memplan"``): TVM's ``"s_tir"`` pipeline with our CompactBufferAllocation,
-placement tagging before StorageRewrite, and our LowerTVMBuiltin in the host finalization.
+in-place loops vectorized before VectorizeLoop, placement tagging before StorageRewrite, and our
+LowerTVMBuiltin in the host finalization.
 Relax (``relax_pipeline="memplan"``): the Relax pipeline ``tvm.compile`` would have run for the
 target, with our StaticPlanBlockMemory in place of TVM's and our DataflowUseInplaceCalls before
 RewriteDataflowReshape (on the final, fused and scheduled PrimFuncs) and, on CPUs, before
@@ -65,6 +66,17 @@ def _before_storage_rewrite(stock_storage_rewrite):
     )
 
 
+def _before_vectorize_loop(stock_vectorize_loop, enable_vectorize=True):
+    # In-place elementwise loops become vector loops, which VectorizeLoop then lowers; with
+    # vectorization off (tirx.disable_vectorize) VectorizeLoop would only scalarize them again.
+    if not enable_vectorize:
+        return stock_vectorize_loop(enable_vectorize)
+    return tvm.transform.Sequential(
+        [transform.VectorizeInplaceLoops(), stock_vectorize_loop(enable_vectorize)],
+        name=pass_names.VECTORIZE_LOOP,
+    )
+
+
 # The passes of the main pipeline that "memplan" replaces.
 MAIN_SUBSTITUTIONS: tuple[Substitution, ...] = (
     Substitution(
@@ -72,6 +84,7 @@ MAIN_SUBSTITUTIONS: tuple[Substitution, ...] = (
         "CompactBufferAllocation",
         lambda stock, is_strict=True: transform.CompactBufferAllocation(is_strict=is_strict),
     ),
+    Substitution(tvm.tirx.transform, "VectorizeLoop", _before_vectorize_loop),
     Substitution(
         tvm.tirx.transform,
         "StorageRewrite",

@@ -271,6 +271,10 @@ For For::WithBody(const ObjectRef& body) const {
   return For(WithFields(ref_, {{&field::For_body, body}}));
 }
 
+For For::WithKind(ForKind kind) const {
+  return For(WithFields(ref_, {{&field::For_kind, static_cast<int64_t>(kind)}}));
+}
+
 IfThenElse IfThenElse::WithCondition(const ObjectRef& condition) const {
   return IfThenElse(WithFields(ref_, {{&field::IfThenElse_condition, condition}}));
 }

@@ -198,6 +198,7 @@ class For : public NodeView {
     return schema::field::For_annotations.Get<Map<String, Any>>(ref_);
   }
   For WithBody(const ObjectRef& body) const;
+  For WithKind(ForKind kind) const;
 };
 
 class IterVar : public NodeView {

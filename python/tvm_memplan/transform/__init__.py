@@ -12,6 +12,7 @@ from .guard_inplace_writes import GuardInplaceWrites
 from .lower_tvm_builtin import LowerTVMBuiltin
 from .static_plan_block_memory import MemoryPlanOptions, StaticPlanBlockMemory
 from .tag_allocation_placement import TagAllocationPlacement
+from .vectorize_inplace_loops import VectorizeInplaceLoops
 
 __all__ = [
     "CompactBufferAllocation",
@@ -24,5 +25,6 @@ __all__ = [
     "MemoryPlanOptions",
     "StaticPlanBlockMemory",
     "TagAllocationPlacement",
+    "VectorizeInplaceLoops",
     "use_inplace_calls",
 ]
