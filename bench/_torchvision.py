@@ -18,6 +18,10 @@ MODELS = {
     "tv_squeezenet1_0": ("squeezenet1_0", (1, 3, 64, 64)),
     "tv_regnet_y_400mf": ("regnet_y_400mf", (1, 3, 64, 64)),
     "tv_densenet121": ("densenet121", (1, 3, 64, 64)),
+    "tv_efficientnet_b0": ("efficientnet_b0", (1, 3, 64, 64)),
+    "tv_shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", (1, 3, 64, 64)),
+    "tv_mobilenet_v3_small": ("mobilenet_v3_small", (1, 3, 64, 64)),
+    "tv_resnet50": ("resnet50", (1, 3, 64, 64)),
 }
 # The models of --torchvision where not every model is asked for: the four above.
 DEFAULT = ("tv_resnet18", "tv_mobilenet_v2", "tv_mnasnet0_5", "tv_squeezenet1_0")

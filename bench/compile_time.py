@@ -11,14 +11,16 @@ grows with the number of bindings, and whole builds, tvm_memplan.compile against
 (c) Whole builds (llvm): ``tvm.compile`` against ``tvm_memplan.compile``, per model and in total,
     and where the difference goes: our in-place pass (its run before LegalizeOps and its run on
     the final kernels), our planner, and our TIR passes, each against the stock passes they
-    replace (pass instruments, so both sides pay the same instrumentation).
+    replace (pass instruments, so both sides pay the same instrumentation), and LLVM's code
+    generation (``target.build.llvm``, timed around TVM's own function).
 (d) The planner pass with depth: TVM's ``StaticPlanBlockMemory`` against ours on the IR a
     transformer stack of 2, 8, 32 and 64 blocks hands to the planner, ours / TVM.
 
 Each figure is the best of ``--rounds`` rounds; within a round every variant runs once, in an
 order flipped every round, so that load changes hit all variants alike. With ``--torchvision``,
 torchvision networks at 64x64 join (a) and (c): RegNet-Y 400MF, ResNet-18, DenseNet-121,
-MobileNetV2, MnasNet 0.5 and SqueezeNet 1.0 (needs torch and torchvision).
+MobileNetV2, MnasNet 0.5, SqueezeNet 1.0, EfficientNet-B0, ShuffleNetV2 1.0, MobileNetV3 small
+and ResNet-50 (needs torch and torchvision).
 
     python bench/compile_time.py [--rounds 3] [--quick] [--torchvision]
 """
@@ -27,12 +29,14 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import sys
 import time
 from collections.abc import Callable
 
 import _torchvision as torchvision  # bench/_torchvision.py (the script's directory)
 import tvm
+import tvm_ffi
 from _table import print_header  # bench/_table.py
 from _timing import best_of  # bench/_timing.py
 from _zoo import models  # zoo/ (bench/_zoo.py)
@@ -50,6 +54,10 @@ TORCHVISION = (
     "tv_mobilenet_v2",
     "tv_mnasnet0_5",
     "tv_squeezenet1_0",
+    "tv_efficientnet_b0",
+    "tv_shufflenet_v2_x1_0",
+    "tv_mobilenet_v3_small",
+    "tv_resnet50",
 )
 INPLACE_VARIANTS = {
     "tvm": lambda: relax.transform.DataflowUseInplaceCalls(),
@@ -59,7 +67,14 @@ INPLACE_VARIANTS = {
 # Our passes in tvm_memplan.compile and the stock passes they replace in tvm.compile.
 OURS_INPLACE = pass_names.INPLACE
 PLANNERS = (pass_names.PLANNER, pass_names.STOCK_PLANNER)
-TIR_OURS = (pass_names.COMPACTION, pass_names.PLACEMENT, pass_names.LOWER_BUILTIN)
+TIR_OURS = (
+    pass_names.COMPACTION,
+    pass_names.VECTORIZE,
+    pass_names.PLACEMENT,
+    pass_names.LOWER_BUILTIN,
+)
+# TVM's LLVM code generation, which no pass instrument sees.
+LLVM_BUILD = "target.build.llvm"
 TIR_STOCK = (pass_names.STOCK_COMPACTION, pass_names.STOCK_LOWER_BUILTIN)
 
 
@@ -85,6 +100,8 @@ class PassTimes:
     def __init__(self):
         self.seconds = collections.defaultdict(float)
         self.inplace_runs: list[float] = []
+        #: Seconds in LLVM's code generation (LLVM_BUILD).
+        self.llvm = 0.0
         self._started: list[float] = []
 
     def run_before_pass(self, _mod, _info):
@@ -97,9 +114,28 @@ class PassTimes:
             self.inplace_runs.append(seconds)
 
 
+@contextlib.contextmanager
+def timing_llvm(times: PassTimes):
+    """TVM's LLVM code generation, timed into ``times.llvm`` while the block runs."""
+    stock = tvm.get_global_func(LLVM_BUILD)
+
+    def timed(mod, target):
+        start = time.perf_counter()
+        try:
+            return stock(mod, target)
+        finally:
+            times.llvm += time.perf_counter() - start
+
+    tvm_ffi.register_global_func(LLVM_BUILD, timed, override=True)
+    try:
+        yield
+    finally:
+        tvm_ffi.register_global_func(LLVM_BUILD, stock, override=True)
+
+
 def timed_build(compile_: Callable, mod: tvm.IRModule) -> tuple[float, PassTimes]:
     times = PassTimes()
-    with tvm.transform.PassContext(instruments=[times]):
+    with timing_llvm(times), tvm.transform.PassContext(instruments=[times]):
         start = time.perf_counter()
         compile_(mod, target=TARGET)
         total = time.perf_counter() - start
@@ -128,7 +164,7 @@ def start_table(title: str, header: str) -> str:
 def print_inplace_table(zoo: dict, rounds: int) -> tuple[bool, dict]:
     rule = start_table(
         "(a) The in-place pass, seconds: TVM's, ours judging by TVM's planner, ours by ours",
-        f"{'model':<19} {'bindings':>8} {'tvm':>8} {'stock':>8} {'memplan':>8} "
+        f"{'model':<22} {'bindings':>8} {'tvm':>8} {'stock':>8} {'memplan':>8} "
         f"{'stock/tvm':>9} {'memplan/tvm':>11}",
     )
     within = True
@@ -143,12 +179,12 @@ def print_inplace_table(zoo: dict, rounds: int) -> tuple[bool, dict]:
         if not name.startswith("tv_"):
             within = within and max(ratios) <= 1.0
         print(
-            f"{name:<19} {bindings_of(mod):>8} {t['tvm']:>8.3f} {t['stock']:>8.3f} "
+            f"{name:<22} {bindings_of(mod):>8} {t['tvm']:>8.3f} {t['stock']:>8.3f} "
             f"{t['memplan']:>8.3f} {ratios[0]:>9.2f} {ratios[1]:>11.2f}"
         )
     print(rule)
     print(
-        f"{'total':<19} {'':>8} {totals['tvm']:>8.3f} {totals['stock']:>8.3f} "
+        f"{'total':<22} {'':>8} {totals['tvm']:>8.3f} {totals['stock']:>8.3f} "
         f"{totals['memplan']:>8.3f} {totals['stock'] / totals['tvm']:>9.2f} "
         f"{totals['memplan'] / totals['tvm']:>11.2f}"
     )
@@ -158,7 +194,7 @@ def print_inplace_table(zoo: dict, rounds: int) -> tuple[bool, dict]:
 def print_growth_table(depths: list[int], rounds: int) -> None:
     start_table(
         "(b) Growth with the number of bindings: seconds, and microseconds per binding",
-        f"{'model':<19} {'bindings':>8} {'tvm':>8} {'stock':>8} {'memplan':>8} "
+        f"{'model':<22} {'bindings':>8} {'tvm':>8} {'stock':>8} {'memplan':>8} "
         f"{'us/b tvm':>9} {'us/b stock':>10} {'us/b memplan':>12} {'memplan/tvm':>11}",
     )
     families = {
@@ -172,7 +208,7 @@ def print_growth_table(depths: list[int], rounds: int) -> None:
             t = inplace_times(mod, rounds)
             per = {key: value / count * 1e6 for key, value in t.items()}
             print(
-                f"{f'{family}({depth})':<19} {count:>8} {t['tvm']:>8.3f} {t['stock']:>8.3f} "
+                f"{f'{family}({depth})':<22} {count:>8} {t['tvm']:>8.3f} {t['stock']:>8.3f} "
                 f"{t['memplan']:>8.3f} {per['tvm']:>9.1f} {per['stock']:>10.1f} "
                 f"{per['memplan']:>12.1f} {t['memplan'] / t['tvm']:>11.2f}"
             )
@@ -208,8 +244,8 @@ def print_build_table(loaded: dict, rounds: int) -> dict[str, float]:
     rule = start_table(
         "(c) Whole builds (llvm), seconds: tvm.compile, tvm_memplan.compile, and our passes "
         "against the stock ones they replace",
-        f"{'model':<19} {'stock':>7} {'memplan':>7} {'ratio':>6} | {'in-place 1st':>12} "
-        f"{'2nd':>6} | {'planner +':>9} {'TIR +':>6} {'rest +':>7}",
+        f"{'model':<22} {'stock':>7} {'memplan':>7} {'ratio':>6} | {'in-place 1st':>12} "
+        f"{'2nd':>6} | {'planner +':>9} {'TIR +':>6} {'LLVM +':>7} {'rest +':>7}",
     )
     totals: dict[str, float] = collections.Counter()
     for name, mod in loaded.items():
@@ -218,14 +254,15 @@ def print_build_table(loaded: dict, rounds: int) -> dict[str, float]:
         runs = ours.inplace_runs + [0.0, 0.0]
         planner = ours.seconds[PLANNERS[0]] - stock.seconds[PLANNERS[1]]
         tir = sum(ours.seconds[p] for p in TIR_OURS) - sum(stock.seconds[p] for p in TIR_STOCK)
-        rest = best["memplan"] - best["stock"] - sum(ours.inplace_runs) - planner - tir
+        llvm = ours.llvm - stock.llvm
+        rest = best["memplan"] - best["stock"] - sum(ours.inplace_runs) - planner - tir - llvm
         group = "real" if name.startswith("tv_") else "zoo"
         totals[f"{group} stock"] += best["stock"]
         totals[f"{group} memplan"] += best["memplan"]
         print(
-            f"{name:<19} {best['stock']:>7.2f} {best['memplan']:>7.2f} "
+            f"{name:<22} {best['stock']:>7.2f} {best['memplan']:>7.2f} "
             f"{best['memplan'] / best['stock']:>6.3f} | {runs[0]:>12.3f} {runs[1]:>6.3f} | "
-            f"{planner:>+9.3f} {tir:>+6.3f} {rest:>+7.3f}"
+            f"{planner:>+9.3f} {tir:>+6.3f} {llvm:>+7.3f} {rest:>+7.3f}"
         )
     print(rule)
     ratios = {}
@@ -233,7 +270,7 @@ def print_build_table(loaded: dict, rounds: int) -> dict[str, float]:
         if totals[f"{group} stock"]:
             ratios[group] = totals[f"{group} memplan"] / totals[f"{group} stock"]
             print(
-                f"{'total ' + group:<19} {totals[f'{group} stock']:>7.2f} "
+                f"{'total ' + group:<22} {totals[f'{group} stock']:>7.2f} "
                 f"{totals[f'{group} memplan']:>7.2f} {ratios[group]:>6.3f}"
             )
     return ratios
