@@ -67,13 +67,15 @@ def _before_storage_rewrite(stock_storage_rewrite):
 
 
 def _before_vectorize_loop(stock_vectorize_loop, enable_vectorize=True):
-    # In-place elementwise loops become vector loops, which VectorizeLoop then lowers; with
-    # vectorization off (tirx.disable_vectorize) VectorizeLoop would only scalarize them again.
-    if not enable_vectorize:
-        return stock_vectorize_loop(enable_vectorize)
+    # In-place elementwise loops become vector loops, which VectorizeLoop then lowers. With
+    # vectorization off (tirx.disable_vectorize) VectorizeLoop would only scalarize them again;
+    # with VectorizeLoop disabled by name nothing would lower them.
+    stock = stock_vectorize_loop(enable_vectorize)
+    context = tvm.transform.PassContext.current()
+    if not enable_vectorize or stock.info.name in list(context.disabled_pass):
+        return stock
     return tvm.transform.Sequential(
-        [transform.VectorizeInplaceLoops(), stock_vectorize_loop(enable_vectorize)],
-        name=pass_names.VECTORIZE_LOOP,
+        [transform.VectorizeInplaceLoops(), stock], name=pass_names.VECTORIZE_LOOP
     )
 
 

@@ -9,6 +9,7 @@
 #include <tvm/ffi/reflection/registry.h>
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/analyzer.h"
 #include "ir/dump.h"
@@ -28,13 +29,26 @@ namespace {
 /*! \brief TVM's CallEffectKind::kPure: a call that reads and writes no memory. */
 constexpr int64_t kPureCall = 1;
 
-/*! \brief Whether the pass looks at `func`: compiled for an LLVM CPU target (TVM's C backend
- *         prints no vector types), its parameters declared `tirx.noalias`. */
+/*! \brief Whether `target` lets LLVM compute vector code other than scalar code would (its
+ *         `fast-math*` flags: estimates, reassociation). */
+bool AllowsFastMath(const Target& target) {
+  for (const auto& [key, value] : target.attrs()) {
+    if (std::string(key).rfind("fast-math", 0) != 0) continue;
+    if (auto flag = value.try_cast<bool>(); flag && *flag) return true;
+    if (auto number = value.try_cast<int64_t>(); number && *number != 0) return true;
+  }
+  return false;
+}
+
+/*! \brief Whether the pass looks at `func`: compiled for an LLVM CPU target without fast-math
+ *         (TVM's C backend prints no vector types), its parameters declared `tirx.noalias`. */
 bool Applies(const PrimFunc& func) {
   std::optional<Any> target = FuncAttr(func.ref(), schema::attr::Target);
-  if (!target || *target == nullptr) return false;
-  Target t(target->cast<ObjectRef>());
-  if (t.kind_name() != "llvm" || !t.HasKey("cpu")) return false;
+  if (!target) return false;
+  std::optional<ObjectRef> object = target->try_cast<ObjectRef>();
+  if (!object || !Target::Matches(*object)) return false;
+  Target t(*object);
+  if (t.kind_name() != "llvm" || !t.HasKey("cpu") || AllowsFastMath(t)) return false;
   std::optional<Any> noalias = FuncAttr(func.ref(), schema::attr::NoAlias);
   if (!noalias || *noalias == nullptr) return false;
   if (auto flag = noalias->try_cast<bool>()) return *flag;
@@ -71,7 +85,8 @@ class BufferRoots {
 /*! \brief Why the value stored by `store` keeps `loop` serial, or nullopt (see the rule). */
 std::optional<std::string> ValueRefusal(const BufferStore& store, const BufferRoots& roots) {
   const Object* written = roots.Of(store.buffer());
-  if (written == nullptr) return "it writes " + store.buffer().name() + ", a view of unknown memory";
+  if (written == nullptr)
+    return "it writes " + store.buffer().name() + ", a view of unknown memory";
   bool reads_written = false;
   std::optional<std::string> refusal;
   ForEachNode(store.value(), [&](const ObjectRef& node) {
@@ -87,7 +102,9 @@ std::optional<std::string> ValueRefusal(const BufferStore& store, const BufferRo
         reads_written = true;
       }
     } else if (std::optional<Call> call = As<Call>(node)) {
-      if (!IsOpNode(call->op())) {
+      if (TakesBufferAddress(*call)) {
+        refusal = "it takes the address of a buffer";
+      } else if (!IsOpNode(call->op())) {
         refusal = "it calls a function";
       } else {
         Any kind = relax::OpAttr(call->op(), schema::attr::CallEffectKind);
@@ -99,6 +116,9 @@ std::optional<std::string> ValueRefusal(const BufferStore& store, const BufferRo
         }
         if (!value || *value > kPureCall) refusal = "it calls " + call->op_name() + ", not pure";
       }
+    }
+    if (!refusal && IsPrimExpr(node) && DTypeOf(node).lanes != 1) {
+      refusal = "its value has a vector-typed part";
     }
     return !refusal;
   });
@@ -119,10 +139,12 @@ std::optional<std::string> LoopRefusal(const For& loop, const BufferStore& store
     return "its extent is not a constant from 2 to " + std::to_string(kMaxVectorizedLanes);
   }
   DLDataType dtype = store.buffer().dtype();
-  if (dtype.lanes != 1 || dtype.bits < 8 || dtype.code == kDLBool ||
-      DTypeOf(store.value()).lanes != 1) {
-    return "it stores vectors, booleans or sub-byte elements";
+  if (dtype.lanes != 1 || dtype.bits % 8 != 0 || dtype.code == kDLBool ||
+      dtype.code == kDLOpaqueHandle) {
+    return "it stores vectors, booleans, handles or elements of part bytes";
   }
+  // Distinct indices are distinct elements only without strides (flattened TIR has none).
+  if (!store.buffer().strides().empty()) return "the buffer it writes has strides";
   // Distinct iterations write distinct elements: each index moves by a constant with the loop
   // variable, one of them by a non-zero one.
   Analyzer analyzer;
@@ -131,7 +153,8 @@ std::optional<std::string> LoopRefusal(const For& loop, const BufferStore& store
   next.Set(var, Add(var, IntConst(var, 1)));
   bool moves = false;
   for (const ObjectRef& index : store.indices()) {
-    std::optional<int64_t> step = AsConstInt(analyzer.Simplify(Sub(Substitute(index, next), index)));
+    std::optional<int64_t> step =
+        AsConstInt(analyzer.Simplify(Sub(Substitute(index, next), index)));
     if (!step) return "an index it writes does not move by a constant with the loop";
     moves = moves || *step != 0;
   }
@@ -144,11 +167,26 @@ std::optional<std::string> LoopRefusal(const For& loop, const BufferStore& store
 PrimFunc VectorizeInplaceLoops(const PrimFunc& func, std::vector<LoopDecision>* decisions) {
   if (!Applies(func)) return func;
   BufferRoots roots(func);
+  // VectorizeLoop leaves a vector loop inside another one as it is, which LLVM's code
+  // generation then rejects: loops inside a vector loop stay serial.
+  std::unordered_set<const Object*> inside_vector_loop;
+  ForEachNode(func.body(), [&](const ObjectRef& node) {
+    std::optional<For> loop = As<For>(node);
+    if (loop && loop->kind() == ForKind::kVectorized) {
+      ForEachNode(loop->body(), [&](const ObjectRef& inner) {
+        if (Is<For>(inner)) inside_vector_loop.insert(inner.get());
+        return true;
+      });
+    }
+    return true;
+  });
   Rewriter rewriter;
   rewriter.SkipExpressions().PostOrder<For>([&](const For& loop) -> ObjectRef {
     std::optional<BufferStore> store = As<BufferStore>(loop.body());
     if (!store) return loop.ref();
-    std::optional<std::string> refusal = LoopRefusal(loop, *store, roots);
+    std::optional<std::string> refusal = inside_vector_loop.count(loop.ref().get())
+                                             ? "inside a vectorized loop"
+                                             : LoopRefusal(loop, *store, roots);
     if (decisions) decisions->push_back({loop.loop_var().name(), refusal.value_or("")});
     return refusal ? loop.ref() : loop.WithKind(ForKind::kVectorized).ref();
   });

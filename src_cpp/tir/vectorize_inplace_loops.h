@@ -23,17 +23,20 @@
  * Rule: a loop is vectorized only when every iteration reads and writes its own elements, so
  * that running the iterations as lanes computes what running them in order does (and, since
  * IEEE arithmetic is lane-wise, bit for bit the same numbers):
- *  - the loop is serial, innermost, unannotated, of constant extent 2-64, step 1, and its body
- *    is a single store to a buffer W of scalars of whole bytes;
+ *  - the loop is serial, innermost, unannotated, not inside a vectorized loop, of constant
+ *    extent 2-64, step 1, and its body is a single store to a buffer W (without strides) of
+ *    scalars of whole bytes;
  *  - the store's value reads W, and reads it only at the indices it writes (the in-place
  *    pattern; an out-of-place loop is left as stock compiles it);
  *  - each index the store writes moves by a constant as the loop variable moves by one, and
  *    one of them by a non-zero constant, so distinct iterations write distinct elements;
  *  - no other buffer it reads can be W (the function declares its parameters `tirx.noalias`,
  *    and each buffer it reads is a parameter, an allocation or a view of one);
- *  - every call in the value is pure (TCallEffectKind at most kPure).
- * Any other loop, and every function not compiled for an LLVM CPU target, is left unchanged.
- * VectorizeLoop may still scalarize a loop it cannot vectorize, which restores the serial loop.
+ *  - every call in the value is pure (TCallEffectKind at most kPure) and takes no buffer's
+ *    address, and no part of the value is a vector.
+ * Any other loop, and every function not compiled for an LLVM CPU target without fast-math, is
+ * left unchanged. VectorizeLoop may still scalarize a loop it cannot vectorize, which restores
+ * the serial loop.
  */
 #ifndef TVM_MEMPLAN_TIR_VECTORIZE_INPLACE_LOOPS_H_
 #define TVM_MEMPLAN_TIR_VECTORIZE_INPLACE_LOOPS_H_

@@ -149,18 +149,58 @@ def test_an_impure_call_keeps_the_loop_serial():
     assert_unchanged(before)
 
 
+def test_a_loop_inside_a_vectorized_loop_stays_serial():
+    """VectorizeLoop leaves a vector loop inside another as it is, which LLVM's code generation
+    rejects."""
+
+    @T.prim_func
+    def before(a: T.Buffer((32,), "float32")):
+        T.func_attr(NOALIAS_LLVM)
+        for i in T.vectorized(4):
+            for j in range(8):
+                a[i * 8 + j] = a[i * 8 + j] * T.float32(2)
+
+    assert_unchanged(before)
+
+
+def test_a_value_with_a_vector_typed_part_stays_serial():
+    """A scalar value built from a vector (here a lane of a broadcast) is left to stock."""
+
+    @T.prim_func
+    def before(a: T.Buffer((16,), "float32")):
+        T.func_attr(NOALIAS_LLVM)
+        for i in range(16):
+            a[i] = a[i] + T.Shuffle([T.Broadcast(T.float32(1), 4)], [0])
+
+    assert_unchanged(before)
+
+
+def test_the_address_of_a_buffer_keeps_the_loop_serial():
+    """A pure call handed a buffer's address may read any element of it."""
+
+    @T.prim_func
+    def before(a: T.Buffer((16,), "float32")):
+        T.func_attr(NOALIAS_LLVM)
+        for i in range(16):
+            a[i] = a[i] + T.reinterpret("float32", T.Cast("int32", T.isnullptr(a.data)))
+
+    assert_unchanged(before)
+
+
 @pytest.mark.parametrize(
     "attrs",
     [
         {"target": T.target("llvm")},
         {"target": T.target("c"), "tirx.noalias": True},
         {"tirx.noalias": True},
+        {"target": T.target({"kind": "llvm", "fast-math": True}), "tirx.noalias": True},
     ],
-    ids=["without-noalias", "c-target", "no-target"],
+    ids=["without-noalias", "c-target", "no-target", "fast-math"],
 )
 def test_only_llvm_cpu_functions_with_noalias_parameters_are_touched(attrs):
     """Without `tirx.noalias` two parameters may share memory; TVM's C backend prints no
-    vector types; a function without a target is not known to run on a CPU."""
+    vector types; a function without a target is not known to run on a CPU; with fast-math
+    LLVM may compute vector code other than scalar code would."""
     assert_unchanged(_with_attrs(attrs))
 
 
@@ -265,6 +305,17 @@ def test_random_in_place_kernels_compute_what_tvms_do():
             a = _random(rng, (1, *shape), dtype)
             b = _random(rng, (1, shape[0], 1, 1), dtype)
             np.testing.assert_array_equal(run_in_place(ours, a, b), run_in_place(stock, a, b))
+
+
+def test_with_vectorize_loop_disabled_by_name_the_pipeline_does_not_run_it():
+    """Nothing would lower a vector loop with VectorizeLoop disabled: the build stays stock's."""
+    kernel = in_place_kernel("divide", 4, 4, 8, "float32")
+    with tvm.transform.PassContext(disabled_pass=["tirx.VectorizeLoop"]):
+        traced = trace(
+            lambda: tvm.compile(kernel, target="llvm", tir_pipeline="memplan"), inherit=True
+        )
+    assert traced.result is not None
+    assert pass_names.VECTORIZE not in traced.names
 
 
 def test_with_vectorization_disabled_the_pipeline_does_not_run_it():
