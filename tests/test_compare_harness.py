@@ -66,7 +66,7 @@ def test_a_known_gap_is_expected_to_fail_strictly():
         known_gap = "the pass does not double yet"
 
     (mark,) = Gap.test_transform.pytestmark
-    assert mark.name == "xfail" and mark.kwargs == {"reason": Gap.known_gap, "strict": True}
+    assert mark == pytest.mark.xfail(reason=Gap.known_gap, strict=True).mark
     assert not hasattr(_Identity.test_transform, "pytestmark")
     with pytest.raises(AssertionError):  # the gap is real: the comparison fails
         Gap().test_transform()

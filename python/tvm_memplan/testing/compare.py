@@ -10,9 +10,10 @@ A case is a class whose docstring states the rule it checks::
 ``expected`` may instead be an exception class (the pass must raise it; ``match``, a regular
 expression, then states what its message says, as in ``pytest.raises``), or be left None (the
 pass must leave ``before`` unchanged: a ``keeps_*`` case). ``known_gap = "why"`` records a known
-gap: the comparison is expected to fail, strictly (``pytest.mark.xfail`` with that reason). A
-pass-specific base class sets ``transform`` (and, where the IR needs normalizing before
-comparison, ``normalize``) and adds checks of its own (results on the VM, idempotence, ...).
+gap: the comparison is expected to fail, strictly
+(``pytest.mark.xfail(reason=known_gap, strict=True)``). A pass-specific base class sets
+``transform`` (and, where the IR needs normalizing before comparison, ``normalize``) and adds
+checks of its own (results on the VM, idempotence, ...).
 
 ``relax_module`` builds modules whose Relax functions call PrimFuncs of one kernels module
 through its GlobalVars, so that ``before`` and ``expected`` state their kernels once instead
