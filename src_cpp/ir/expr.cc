@@ -40,6 +40,15 @@ std::optional<int64_t> AsConstInt(const ObjectRef& expr) {
   return field::IntImm_value.Get(expr).try_cast<int64_t>();
 }
 
+bool FuncFlag(const ObjectRef& func, const char* key) {
+  std::optional<Any> value = FuncAttr(func, key);
+  if (!value || *value == nullptr) return false;
+  if (auto flag = value->try_cast<bool>()) return *flag;
+  if (auto number = value->try_cast<int64_t>()) return *number != 0;
+  if (auto imm = value->try_cast<ObjectRef>()) return AsConstInt(*imm).value_or(0) != 0;
+  return false;
+}
+
 ObjectRef IntConst(DLDataType dtype, int64_t value) {
   return func::MakeIntImm(dtype, value, nullptr).cast<ObjectRef>();
 }

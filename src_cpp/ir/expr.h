@@ -32,6 +32,9 @@ DLDataType DTypeOf(const ObjectRef& expr);
 bool IsPrimExpr(const ObjectRef& expr);
 /*! \brief The value of an integer constant (ir.IntImm), or nullopt. */
 std::optional<int64_t> AsConstInt(const ObjectRef& expr);
+/*! \brief Whether function attribute `key` of `func` is set and true: a bool, an integer or an
+ *         ir.IntImm other than 0 (as TVM writes flags such as `tirx.noalias`). */
+bool FuncFlag(const ObjectRef& func, const char* key);
 /*! \brief An integer constant of the given dtype. */
 ObjectRef IntConst(DLDataType dtype, int64_t value);
 /*! \brief Whether `value` is representable in integer type `dtype` (an IntConst of it). */

@@ -295,14 +295,7 @@ int64_t PlacementPlan::StackBytes() const {
 
 std::optional<StackLimits> HostFunctionLimits(const PrimFunc& func, const ObjectRef& pass_context) {
   std::optional<Any> target = FuncAttr(func, schema::attr::Target);
-  bool is_host = false;
-  if (std::optional<Any> flag = FuncAttr(func, schema::attr::IsHostFunc)) {
-    if (auto value = flag->try_cast<int64_t>()) {
-      is_host = *value != 0;
-    } else if (auto imm = flag->try_cast<ObjectRef>()) {
-      is_host = AsConstInt(*imm).value_or(0) != 0;
-    }
-  }
+  bool is_host = FuncFlag(func.ref(), schema::attr::IsHostFunc);
   if (!is_host && target) is_host = target::TargetHasKey(target->cast<ObjectRef>(), "cpu");
   if (!is_host) return std::nullopt;
   return target::ResolveStackLimits(target ? target->cast<ObjectRef>() : ObjectRef(), pass_context);

@@ -49,11 +49,7 @@ bool Applies(const PrimFunc& func) {
   if (!object || !Target::Matches(*object)) return false;
   Target t(*object);
   if (t.kind_name() != "llvm" || !t.HasKey("cpu") || AllowsFastMath(t)) return false;
-  std::optional<Any> noalias = FuncAttr(func.ref(), schema::attr::NoAlias);
-  if (!noalias || *noalias == nullptr) return false;
-  if (auto flag = noalias->try_cast<bool>()) return *flag;
-  if (auto imm = noalias->try_cast<ObjectRef>()) return AsConstInt(*imm).value_or(0) != 0;
-  return false;
+  return FuncFlag(func.ref(), schema::attr::NoAlias);
 }
 
 /*!
